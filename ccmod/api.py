@@ -1,0 +1,193 @@
+"""The Python API: ``ccmod.run(trace, network=...)`` and friends.
+
+Everything the CLI does is available here and returns data (:class:`RunResult`).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ccmod.errors import CcmodInputError
+from ccmod.engine import SEND_MODES, SHARINGS, Engine
+
+#: intra-node (same node) message cost: a memcpy-like latency and bandwidth
+INTRA_LATENCY_S = 5e-7
+INTRA_BANDWIDTH_BPS = 5e9
+
+
+def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_scale: float = 1.0,
+                  collectives=None):
+    """Read a trace file (any registered format) or pass a Workload through."""
+    from workloads.base import Workload
+    if isinstance(trace, Workload):
+        return trace
+    if not (compute_rate > 0 and np.isfinite(compute_rate)):
+        raise CcmodInputError(f"compute rate must be a positive number, got {compute_rate}",
+                              source="--compute-rate")
+    if not (compute_scale >= 0 and np.isfinite(compute_scale)):
+        raise CcmodInputError(f"compute scale must be >= 0, got {compute_scale}",
+                              source="--compute-scale")
+    from workloads import read_workload
+    if isinstance(collectives, str):
+        from workloads.collectives import parse_collective_option
+        collectives = parse_collective_option(collectives)
+    return read_workload(trace, fmt, compute_rate=compute_rate, compute_scale=compute_scale,
+                         collectives=collectives)
+
+
+def load_network(spec, nodes_needed: int, cost=None, background=None):
+    """Build a network from a spec string (or pass a Network through)."""
+    from netsys.base import Network
+    if isinstance(spec, Network):
+        net = spec
+        if cost is not None:
+            from netsys.networks import load_cost
+            net.set_cost(load_cost(cost))
+        if background is not None:
+            net.set_background(background)
+        if net.nnodes < nodes_needed:
+            raise CcmodInputError(f"network '{net.name}' has {net.nnodes} nodes but the run needs "
+                                  f"{nodes_needed}", source="--network")
+        return net
+    from netsys.networks import make_network
+    return make_network(spec, nodes_needed, cost=cost, background=background)
+
+
+def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rendezvous",
+        compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
+        background: float = 0.0, mapping: str | None = None, fmt: str = "auto",
+        collectives=None, intra_latency_s: float = INTRA_LATENCY_S,
+        intra_bandwidth_Bps: float = INTRA_BANDWIDTH_BPS, sinks=(), out_dir=None,
+        record: bool | None = None, progress=None):
+    """Predict the communication of a trace on a network.
+
+    Parameters
+    ----------
+    trace : str, path or workloads.base.Workload
+        A trace file (format detected, or ``fmt``) or an already built workload.
+    network : str or netsys.base.Network
+        ``NAME[:key=value,...]`` (see ``ccmod networks``), default ``"star"``.
+    sharing : {"ccmod", "maxmin"}
+        How active messages share links (article's bandwidth availability, or max-min fair).
+    send_mode : {"rendezvous", "eager", "detached"}
+    compute_rate : float
+        flop/s used to turn traced flops into seconds (formats that count flops).
+    compute_scale : float
+        Multiplies every compute duration (0.5 = a CPU twice as fast).
+    cost : str, path or netsys.cost.CostModel, optional
+        Quiet cost: a JSON model file from ``ccmod fit`` or ``"physical"``.
+    background : float
+        Constant background load fraction on every link direction, in [0, 1).
+    mapping : str, optional
+        Rank → node map: ``block:K``, ``cyclic:K`` or a file (default one rank per node).
+    sinks : sequence of str or outputs.base.Sink
+        Output sinks fed during the run (e.g. ``["parquet", "perfetto"]``).
+    out_dir : path, optional
+        Directory for sinks that write files.
+    record : bool, optional
+        Keep rank-state and link-load intervals in the result (default: True when sinks
+        or out_dir are given, or the workload is small).
+
+    Returns
+    -------
+    ccmod.result.RunResult
+    """
+    from ccmod.collect import collect
+    from ccmod.compile import compile_messages
+    from netsys.mapping import rank_to_node
+
+    if sharing not in SHARINGS:
+        raise CcmodInputError(f"unknown sharing rule '{sharing}'", source="--sharing",
+                              hint="valid: " + ", ".join(SHARINGS))
+    if send_mode not in SEND_MODES:
+        raise CcmodInputError(f"unknown send mode '{send_mode}'", source="--send-mode",
+                              hint="valid: " + ", ".join(SEND_MODES))
+    if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
+        raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
+                              source="--intra")
+    if background is None:
+        background = 0.0
+    if not (0.0 <= float(background) < 1.0):
+        raise CcmodInputError(f"background load must be a fraction in [0, 1), got {background}",
+                              source="--background")
+    w = load_workload(trace, fmt, compute_rate, compute_scale, collectives)
+    t0 = time.perf_counter()
+    node_of_rank = rank_to_node(mapping, w.nranks)
+    if isinstance(node_of_rank, tuple):
+        node_of_rank = node_of_rank[0]
+    node_of_rank = np.asarray(node_of_rank, np.int64)
+    nodes_needed = int(node_of_rank.max()) + 1 if node_of_rank.size else 1
+    net = load_network(network, nodes_needed, cost=cost, background=background)
+    sink_objs = _make_sinks(sinks, out_dir)
+    if record is None:
+        record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
+    options = {"sharing": sharing, "send_mode": send_mode, "compute_rate": compute_rate,
+               "compute_scale": compute_scale, "background": float(background),
+               "mapping": mapping, "cost": None if cost is None else str(cost),
+               "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
+    msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
+    if sink_objs:
+        from outputs.base import RunContext
+        ctx = RunContext(network=net, workload=w, node_of_rank=node_of_rank, options=options,
+                         out_dir=Path(out_dir) if out_dir is not None else None)
+        for s in sink_objs:
+            s.open(ctx)
+    cap = net.capacity_Bps.reshape(-1)
+    eng = Engine(w, msgs, net.nresources, cap, net.background_flat(), sharing=sharing,
+                 send_mode=send_mode, record=record,
+                 signals=any(getattr(s, "wants_signals", False) for s in sink_objs),
+                 progress=progress)
+    makespan = eng.run()
+    wall = time.perf_counter() - t0
+    result = collect(eng, msgs, net, node_of_rank, makespan, wall, options)
+    if sink_objs:
+        _feed_sinks(sink_objs, eng, result)
+    return result
+
+
+def _make_sinks(sinks, out_dir):
+    if not sinks:
+        return []
+    if isinstance(sinks, str):
+        sinks = [s for s in sinks.split(",") if s.strip()]
+    names = [s for s in sinks if isinstance(s, str)]
+    objs = [s for s in sinks if not isinstance(s, str)]
+    if names:
+        from outputs.sinks import make_sinks
+        objs = make_sinks(",".join(names), out_dir) + objs
+    return objs
+
+
+def _batch(df, columns=None):
+    return {c: df[c].to_numpy() for c in (columns or df.columns)}
+
+
+def _feed_sinks(sink_objs, eng, result, chunk: int = 1 << 20):
+    """Stream the result tables to the sinks in batches, then close them."""
+    def chunks(df):
+        for i in range(0, max(len(df), 1), chunk):
+            part = df.iloc[i:i + chunk]
+            if len(part):
+                yield part
+    for s in sink_objs:
+        if getattr(s, "wants_signals", False) and eng.signals is not None:
+            sig = eng.signals
+            for i in range(0, len(sig), chunk):
+                part = sig[i:i + chunk]
+                s.on_signals({"t_s": np.array([p[0] for p in part]),
+                              "signal": np.array([p[1] for p in part], dtype=object),
+                              "args": np.array([p[2] for p in part], dtype=object)})
+        for part in chunks(result.messages):
+            s.on_messages(_batch(part))
+        if result.rank_states is not None:
+            for part in chunks(result.rank_states):
+                b = _batch(part)
+                b["state"] = part["state"].cat.codes.to_numpy()
+                s.on_rank_states(b)
+        if result.link_load is not None:
+            for part in chunks(result.link_load):
+                s.on_link_load(_batch(part))
+        s.close(result)

@@ -1,0 +1,69 @@
+"""The ``ccmod`` command line: thin typer wrappers over the Python API.
+
+Each area registers its commands from its own ``ccmod/cli_<area>.py`` module through a
+``register(app)`` function; :func:`main` turns every :class:`ccmod.errors.CcmodError`
+(and bad options) into one line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from ccmod.errors import CcmodError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Predict communication time and network bottlenecks from MPI traces "
+                       "(CCMOD event-horizon model).",
+                  pretty_exceptions_enable=False)
+
+#: command modules; a module that is missing is skipped (plugins ship separately)
+_COMMAND_MODULES = ("ccmod.cli_run", "ccmod.cli_fit", "ccmod.cli_workloads", "ccmod.cli_generate",
+                    "ccmod.cli_outputs", "ccmod.cli_analytic")
+
+
+def _register_all() -> None:
+    for mod in _COMMAND_MODULES:
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name == mod:
+                continue
+            raise
+        m.register(app)
+
+
+_register_all()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the app, one-line errors, exit code 2."""
+    import os
+    try:
+        rv = app(args=argv, standalone_mode=False)
+    except CcmodError as exc:
+        print(f"ccmod: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("ccmod: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:
+        # usage errors (bad option, missing argument) from typer's click
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            msg = exc.format_message().replace("\n", " ").strip()
+            if not msg:  # no arguments: help was printed
+                sys.exit(2)
+            print(f"ccmod: error: {msg} (see --help)", file=sys.stderr)
+            sys.exit(2)
+        if type(exc).__name__ == "Abort":
+            sys.exit(130)
+        if os.environ.get("CCMOD_DEBUG"):
+            raise
+        print(f"ccmod: internal error: {type(exc).__name__}: {exc} (a bug: please report it; "
+              f"set CCMOD_DEBUG=1 for the traceback)".replace("\n", " "), file=sys.stderr)
+        sys.exit(1)
+    if isinstance(rv, int) and rv:
+        sys.exit(rv)

@@ -1,0 +1,99 @@
+"""``ccmod fit``: fit a quiet-network cost model from ping-pong measurements.
+
+A thin wrapper over :func:`netsys.fit_report.fit_files`; see docs/fitting.md.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ccmod.errors import CcmodInputError
+
+_FORMATS = "auto, osu, imb, csv, simgrid-calib, raw-latency, nxn, simgrid-json"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``fit`` command to the ccmod app."""
+
+    @app.command("fit")
+    def fit_cmd(
+        files: list[Path] = typer.Argument(..., help="Benchmark outputs (OSU, IMB, CSV, SimGrid "
+                                                     "calibration, ...); several are pooled."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                              help="Write the cost model JSON here "
+                                                   "(for `ccmod run --cost`)."),
+        plot: Optional[Path] = typer.Option(None, "--plot", help="Plot file (.png/.svg/.pdf)."),
+        fmt: str = typer.Option("auto", "--format", help=f"Input format: {_FORMATS}."),
+        packet_size: Optional[int] = typer.Option(None, "--packet-size",
+                                                  help="Two lines: n <= packet size and above "
+                                                       "(the article)."),
+        breakpoints: str = typer.Option("auto", "--breakpoints",
+                                        help="'auto' (BIC), 'none' (one line) or sizes "
+                                             "starting new segments, e.g. 4096,65536."),
+        max_segments: int = typer.Option(4, "--max-segments", help="Most segments for 'auto'."),
+        robust: bool = typer.Option(False, "--robust", help="Huber loss (damps outliers)."),
+        size_col: Optional[str] = typer.Option(None, "--size-col", help="CSV size column (bytes)."),
+        time_col: Optional[str] = typer.Option(None, "--time-col", help="CSV time column."),
+        time_unit: Optional[str] = typer.Option(None, "--time-unit", help="CSV time unit: "
+                                                                          "s, ms, us, ns."),
+        round_trip: bool = typer.Option(False, "--round-trip", help="CSV times are round trips."),
+        hops: Optional[str] = typer.Option(None, "--hops", help="Route length of each input file "
+                                                                "(comma list); 2+ distinct values "
+                                                                "fit the per-hop latency."),
+        per_hop_latency: float = typer.Option(0.0, "--per-hop-latency",
+                                              help="Seconds per route resource beyond "
+                                                   "--ref-hops (when not fitted)."),
+        ref_hops: int = typer.Option(2, "--ref-hops", help="Route resources of the modelled "
+                                                           "path (node-switch-node = 2)."),
+        benchmark: Optional[str] = typer.Option(None, "--benchmark",
+                                                help="IMB benchmark table (default PingPong)."),
+        processes: Optional[int] = typer.Option(None, "--processes",
+                                                help="IMB '#processes = N' table to use."),
+        raw_size: int = typer.Option(1, "--raw-size", help="Message size of 'Rep# T1 T2 deltaT' "
+                                                           "files (they do not record it)."),
+        json_out: bool = typer.Option(False, "--json", help="Print one JSON object (model, "
+                                                            "per-size table, errors)."),
+    ) -> None:
+        """Fit a piecewise-linear quiet-network cost model (latency + bandwidth per size range)."""
+        from netsys.fit_report import fit_files
+        from netsys.pingpong import FORMATS, ReadOptions
+
+        if fmt not in FORMATS:
+            raise CcmodInputError(f"unknown input format '{fmt}'", source="--format",
+                                  hint="valid: " + ", ".join(FORMATS))
+        if time_unit is not None and time_unit not in ("s", "ms", "us", "ns"):
+            raise CcmodInputError(f"unknown time unit '{time_unit}'", source="--time-unit",
+                                  hint="valid: s, ms, us, ns")
+        if ref_hops < 0:
+            raise CcmodInputError("--ref-hops must be >= 0", source="--ref-hops")
+        opts = ReadOptions(size_col=size_col, time_col=time_col, time_unit=time_unit,
+                           round_trip=round_trip, benchmark=benchmark, processes=processes,
+                           raw_size=raw_size)
+        report = fit_files(files, fmt, opts, breakpoints=breakpoints, packet_size=packet_size,
+                           max_segments=max_segments, robust=robust, hops=hops,
+                           per_hop_latency_s=per_hop_latency, ref_hops=ref_hops)
+        if output is not None:
+            try:
+                report.model.save(output)
+            except OSError as exc:
+                raise CcmodInputError(f"cannot write model: {exc.strerror or exc}",
+                                      source=str(output)) from None
+        if plot is not None:
+            from netsys.fit_plot import plot_fit
+            plot_fit(report, plot)
+        if json_out:
+            d = report.to_json()
+            d["output"] = None if output is None else str(output)
+            d["plot"] = None if plot is None else str(plot)
+            typer.echo(json.dumps(d, allow_nan=False))
+            return
+        typer.echo(report.text())
+        if output is not None:
+            typer.echo(f"wrote {output} (use: ccmod run TRACE --cost {output})")
+        else:
+            typer.echo("(no model written: add -o model.json)")
+        if plot is not None:
+            typer.echo(f"wrote {plot}")

@@ -1,0 +1,138 @@
+"""``ccmod run`` and ``ccmod networks``: thin wrappers over :func:`ccmod.api.run`."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ccmod.errors import CcmodInputError
+
+
+def _progress_factory(total: int, enabled: bool):
+    """A rich progress bar on a terminal (records processed), or None."""
+    if not enabled or not sys.stderr.isatty() or total < 50_000:
+        return None, None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    prog = Progress(TextColumn("evaluating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} records"),
+                    TimeRemainingColumn(), transient=True, console=None)
+    task = prog.add_task("run", total=total)
+    prog.start()
+    return prog, (lambda done: prog.update(task, completed=done))
+
+
+def print_summary(result, out=None) -> None:
+    """Human summary: makespan, per-rank split, messages, busiest link."""
+    from rich.console import Console
+    from rich.table import Table
+    con = Console(file=out or sys.stdout, highlight=False, soft_wrap=True)
+    s = result.summary()
+    net = result.network
+    con.print(f"[bold]ccmod[/bold] {result.options.get('trace', '')} on {net['name']} "
+              f"({net['nodes']} nodes, {net['links']} links), sharing={result.sharing}, "
+              f"send-mode={result.send_mode}")
+    con.print(f"makespan        {result.makespan_s:.9g} s")
+    con.print(f"messages        {s['messages']:,} ({s['bytes']:,} bytes)")
+    con.print(f"records         {s['records']:,} in {s['wall_s']:.3g} s "
+              f"({s['records_per_s']:,.0f} records/s, {s['events']:,} event horizons)")
+    b = s["busiest_link"]
+    if b:
+        con.print(f"busiest link    {b['name']}: peak contention {b['peak_active']}, "
+                  f"mean {b['mean_active']:.3g}, {b['bytes']:,} bytes")
+    else:
+        con.print("busiest link    (no message used the network)")
+    ranks = result.ranks
+    t = Table(title="per rank", show_edge=False)
+    for col in ("rank", "finish (s)", "compute (s)", "communicate (s)", "wait (s)"):
+        t.add_column(col, justify="right")
+    rows = ranks if len(ranks) <= 32 else ranks.nlargest(16, "finish_s").sort_values("rank")
+    for r in rows.itertuples():
+        t.add_row(str(r.rank), f"{r.finish_s:.6g}", f"{r.compute_s:.6g}",
+                  f"{r.send_s + r.recv_s:.6g}", f"{r.wait_s + r.barrier_s:.6g}")
+    con.print(t)
+    if len(ranks) > 32:
+        con.print(f"(showing the 16 latest-finishing of {len(ranks)} ranks)")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run_cmd(
+        trace: Path = typer.Argument(..., help="Trace file (or SimGrid description file)."),
+        network: str = typer.Option("star", "--network", "-n", help="NAME[:key=value,...]; see `ccmod networks`."),
+        sharing: str = typer.Option("ccmod", help="ccmod (article: bandwidth availability) or maxmin."),
+        send_mode: str = typer.Option("rendezvous", help="rendezvous, eager or detached."),
+        compute_rate: float = typer.Option(1e9, help="flop/s for traces that count flops."),
+        compute_scale: float = typer.Option(1.0, help="Multiply compute durations (0.5 = 2x faster CPU)."),
+        cost: Optional[str] = typer.Option(None, help="Quiet-cost model JSON (from `ccmod fit`) or 'physical'."),
+        background: float = typer.Option(0.0, help="Constant background load fraction per link, in [0,1)."),
+        map_: Optional[str] = typer.Option(None, "--map", help="Rank->node map: block:K, cyclic:K or FILE."),
+        fmt: str = typer.Option("auto", "--format", help="Trace format (see `ccmod formats`)."),
+        collective: Optional[str] = typer.Option(None, help="Force collective algorithms, e.g. allreduce=ring."),
+        intra_latency: float = typer.Option(5e-7, help="Intra-node message latency (s)."),
+        intra_bandwidth: float = typer.Option(5e9, help="Intra-node bandwidth (bytes/s)."),
+        json_: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+        out: Optional[Path] = typer.Option(None, help="Write messages/ranks/links tables (Parquet) here."),
+        debug: bool = typer.Option(False, help="With --out: also write the full signal trace."),
+        sink: Optional[str] = typer.Option(None, help="Extra sinks, comma-separated (see `ccmod sinks`)."),
+        report: Optional[Path] = typer.Option(None, help="Write tables and report.html into this folder."),
+        background_levels: Optional[str] = typer.Option(None, help="With --report: knee capacity at these background levels, e.g. 0,0.3."),
+        progress: bool = typer.Option(True, help="Progress bar on a terminal."),
+    ):
+        """Predict the communication of TRACE on a network (CCMOD event-horizon engine)."""
+        from ccmod.api import load_workload, run
+        if debug and out is None and report is None:
+            raise CcmodInputError("--debug needs --out DIR (or --report DIR)", source="--debug")
+        w = load_workload(trace, fmt, compute_rate, compute_scale, collective)
+        sinks = []
+        out_dir = report if report is not None else out
+        if out_dir is not None:
+            sinks.append("parquet")
+        if debug:
+            sinks.append("debug")
+        if sink:
+            sinks.extend(s.strip() for s in sink.split(",") if s.strip())
+        if sinks and out_dir is None:
+            raise CcmodInputError("sinks write files: give --out DIR", source="--sink")
+        prog, cb = _progress_factory(w.nrecords, progress and not json_)
+        try:
+            result = run(w, network, sharing=sharing, send_mode=send_mode, cost=cost,
+                         background=background, mapping=map_, intra_latency_s=intra_latency,
+                         intra_bandwidth_Bps=intra_bandwidth, sinks=sinks, out_dir=out_dir,
+                         progress=cb)
+        finally:
+            if prog is not None:
+                prog.stop()
+        result.options["trace"] = str(trace)
+        if report is not None:
+            from ccmod.reporting import make_report
+            make_report(result, w, report, network=network, background_levels=background_levels,
+                        run_kwargs=dict(sharing=sharing, send_mode=send_mode, cost=cost,
+                                        mapping=map_, intra_latency_s=intra_latency,
+                                        intra_bandwidth_Bps=intra_bandwidth))
+        if json_:
+            print(json.dumps(result.summary()))
+        else:
+            print_summary(result)
+            if out_dir is not None:
+                print(f"tables written to {out_dir}/")
+            if report is not None:
+                print(f"report written to {Path(report) / 'report.html'}")
+
+    @app.command("networks")
+    def networks_cmd(json_: bool = typer.Option(False, "--json", help="JSON list.")):
+        """List the network models with their parameters and defaults."""
+        from netsys.networks import list_networks
+        df = list_networks()
+        if json_:
+            print(df.to_json(orient="records"))
+            return
+        from rich.console import Console
+        from rich.table import Table
+        t = Table(show_edge=False)
+        for c in df.columns:
+            t.add_column(str(c))
+        for row in df.itertuples(index=False):
+            t.add_row(*(str(x) for x in row))
+        Console().print(t)

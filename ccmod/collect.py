@@ -1,0 +1,97 @@
+"""Assemble a :class:`ccmod.result.RunResult` from the engine's raw arrays."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from outputs.base import STATE_NAMES
+
+
+def link_intervals(load_t, load_res, load_count, t_end: float):
+    """Piecewise-constant contention per resource from the change log.
+
+    Returns arrays (resource, t_start_s, t_end_s, active) with zero-length intervals dropped
+    and the last level of each resource closed at ``t_end``.
+    """
+    t = np.frombuffer(load_t, dtype=np.float64) if len(load_t) else np.zeros(0)
+    r = np.frombuffer(load_res, dtype=np.int32) if len(load_res) else np.zeros(0, np.int32)
+    c = np.frombuffer(load_count, dtype=np.int32) if len(load_count) else np.zeros(0, np.int32)
+    order = np.lexsort((np.arange(len(t)), r))   # stable by time within each resource
+    t, r, c = t[order], r[order], c[order]
+    nxt_t = np.empty_like(t)
+    if len(t):
+        nxt_t[:-1] = t[1:]
+        nxt_t[-1] = t_end
+        last = np.r_[r[1:] != r[:-1], True]
+        nxt_t[last] = max(t_end, float(t.max()))
+    keep = (nxt_t > t) & (c > 0)
+    return r[keep], t[keep], nxt_t[keep], c[keep]
+
+
+def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: float,
+            options: dict):
+    """Build the result tables (vectorised)."""
+    from ccmod.result import RunResult
+
+    w = engine.w
+    M = len(msgs.nbytes)
+    t_post = np.minimum(np.asarray(engine.t_post_send), np.asarray(engine.t_post_recv)) if M \
+        else np.zeros(0)
+    t_start = np.asarray(engine.t_start, float)
+    t_end = np.asarray(engine.t_end, float)
+    span = t_end - t_start
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(msgs.quiet_s > 0, span / msgs.quiet_s, 1.0)
+    bott = engine.bott
+    names = np.array([network.resource_name(i) for i in range(network.nresources)] + [""],
+                     dtype=object)
+    messages = pd.DataFrame({
+        "msg_id": np.arange(M, dtype=np.int64), "src": msgs.src, "dst": msgs.dst,
+        "tag": msgs.tag, "nbytes": msgs.nbytes, "t_post_s": t_post, "t_start_s": t_start,
+        "t_end_s": t_end, "quiet_s": msgs.quiet_s, "slowdown": slowdown,
+        "bottleneck": bott, "bottleneck_name": names[np.where(bott >= 0, bott, -1)],
+        "hops": msgs.hops})
+    makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
+    st = engine.state_s
+    ranks = pd.DataFrame({
+        "rank": np.arange(w.nranks), "node": node_of_rank[: w.nranks],
+        "finish_s": np.asarray(engine.finish_s, float),
+        "compute_s": st[:, 0], "send_s": st[:, 1], "recv_s": st[:, 2], "wait_s": st[:, 3],
+        "barrier_s": st[:, 4]})
+    # per-resource summary: messages and bytes from routes, contention from the change log
+    k = engine.kernel
+    nres = network.nresources
+    msg_of_res = np.repeat(np.arange(M), np.diff(msgs.route_ptr))
+    res = msgs.route_res.astype(np.int64)
+    n_msgs = np.bincount(res, minlength=nres)
+    n_bytes = np.bincount(res, weights=msgs.nbytes[msg_of_res].astype(float), minlength=nres)
+    lr, lt0, lt1, lc = link_intervals(k.load_t, k.load_res, k.load_count, makespan)
+    dur = lt1 - lt0
+    area = np.bincount(lr, weights=lc * dur, minlength=nres)
+    busy = np.bincount(lr, weights=dur, minlength=nres)
+    peak = np.asarray(k.peak, np.int64)
+    used = np.flatnonzero(n_msgs > 0)
+    bg = network.background_flat()
+    links = pd.DataFrame({
+        "resource": used, "name": names[used], "messages": n_msgs[used],
+        "bytes": n_bytes[used].astype(np.int64), "peak_active": peak[used],
+        "mean_active": area[used] / makespan if makespan > 0 else 0.0,
+        "busy_s": busy[used], "background": bg[used]})
+    rank_states = link_load = None
+    if engine.record:
+        a, b, c, d = engine.st
+        rank_states = pd.DataFrame({
+            "rank": np.frombuffer(a, np.int32) if len(a) else np.zeros(0, np.int32),
+            "state": pd.Categorical.from_codes(
+                np.frombuffer(b, np.int8) if len(b) else np.zeros(0, np.int8),
+                categories=list(STATE_NAMES)),
+            "t_start_s": np.frombuffer(c, np.float64) if len(c) else np.zeros(0),
+            "t_end_s": np.frombuffer(d, np.float64) if len(d) else np.zeros(0)})
+        link_load = pd.DataFrame({"resource": lr, "t_start_s": lt0, "t_end_s": lt1,
+                                  "active": lc, "background": bg[lr] if len(lr) else bg[:0]})
+    return RunResult(
+        makespan_s=makespan, rank_finish_s=np.asarray(engine.finish_s, float), ranks=ranks,
+        messages=messages, links=links, records=w.nrecords, wall_s=wall_s,
+        network=network.describe(), sharing=options.get("sharing", "ccmod"),
+        send_mode=options.get("send_mode", "rendezvous"), rank_states=rank_states,
+        link_load=link_load, options=options, events=engine.events)

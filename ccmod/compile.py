@@ -1,0 +1,169 @@
+"""Compile a workload and a network into the engine's message arrays (done once per run).
+
+Matching is static: MPI's non-overtaking rule with no wildcards means the n-th send on
+channel (src, dst, tag) matches the n-th receive on it, whatever the timing. So every
+send/recv pair is found here, vectorised, and the engine only tracks when each side is
+posted. Routes are compiled once per distinct (src node, dst node) pair.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ccmod.errors import CcmodInputError
+from workloads.base import OP_IRECV, OP_ISEND, OP_NAMES, OP_RECV, OP_SEND, Workload
+
+
+@dataclass
+class Messages:
+    """One row per matched message, numbered in the order of their send records."""
+
+    send_rec: np.ndarray    # int64[M] record index of the send/isend
+    recv_rec: np.ndarray    # int64[M] record index of the recv/irecv
+    src: np.ndarray         # int32[M] ranks
+    dst: np.ndarray
+    tag: np.ndarray
+    nbytes: np.ndarray      # int64[M]
+    rec_msg: np.ndarray     # int64[n records] message id of a send/recv record, else -1
+    route_ptr: np.ndarray   # int64[M+1] CSR of resources per message
+    route_res: np.ndarray   # int32[nnz]
+    quiet_s: np.ndarray     # float64[M] quiet-network time (CCMOD's Tquiet)
+    latency_s: np.ndarray   # float64[M] size-independent part (max-min latency phase)
+    flow_cap_Bps: np.ndarray  # float64[M] per-flow rate cap for max-min (inf = none)
+    intra: np.ndarray       # bool[M] both ranks on the same node (no network link)
+    hops: np.ndarray        # int32[M]
+
+
+def _rank_of_records(w: Workload) -> np.ndarray:
+    return np.repeat(np.arange(w.nranks, dtype=np.int64), np.diff(w.rank_ptr))
+
+
+def _err(w: Workload, i: int, what: str, hint: str | None = None) -> CcmodInputError:
+    f, ln = w.where(int(i))
+    if ln is None:
+        what = f"record {int(i)} (rank {w.rank_of(int(i))}): {what}"
+    return CcmodInputError(what, source=f, line=ln, hint=hint)
+
+
+def match_messages(w: Workload) -> tuple[np.ndarray, np.ndarray]:
+    """Return (send_rec, recv_rec) of matched pairs, ordered by send record index.
+
+    Raises
+    ------
+    CcmodInputError
+        Peer outside the ranks, unmatched send or recv, or a recv size that differs
+        from its send.
+    """
+    rank = _rank_of_records(w)
+    op = w.op
+    s_idx = np.flatnonzero((op == OP_SEND) | (op == OP_ISEND))
+    r_idx = np.flatnonzero((op == OP_RECV) | (op == OP_IRECV))
+    for idx in (s_idx, r_idx):
+        bad = idx[(w.peer[idx] < 0) | (w.peer[idx] >= w.nranks)]
+        if bad.size:
+            i = int(bad[0])
+            raise _err(w, i, f"{OP_NAMES[op[i]]} names rank {int(w.peer[i])}, but the trace "
+                             f"has ranks 0..{w.nranks - 1}", "fix the peer rank")
+    s_key = np.stack([rank[s_idx], w.peer[s_idx].astype(np.int64), w.tag[s_idx].astype(np.int64)], 1)
+    r_key = np.stack([w.peer[r_idx].astype(np.int64), rank[r_idx], w.tag[r_idx].astype(np.int64)], 1)
+    allk = np.concatenate([s_key, r_key]) if len(s_idx) + len(r_idx) else np.zeros((0, 3), np.int64)
+    _, inv = np.unique(allk, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    s_kid, r_kid = inv[: len(s_idx)], inv[len(s_idx):]
+    nkeys = int(inv.max()) + 1 if inv.size else 0
+    s_cnt = np.bincount(s_kid, minlength=nkeys)
+    r_cnt = np.bincount(r_kid, minlength=nkeys)
+    # within a channel, record order is program order (all on one rank)
+    s_ord = np.lexsort((s_idx, s_kid))
+    r_ord = np.lexsort((r_idx, r_kid))
+    s_occ = np.empty(len(s_idx), np.int64)
+    r_occ = np.empty(len(r_idx), np.int64)
+    s_start = np.concatenate([[0], np.cumsum(s_cnt)[:-1]]) if nkeys else np.zeros(0, np.int64)
+    r_start = np.concatenate([[0], np.cumsum(r_cnt)[:-1]]) if nkeys else np.zeros(0, np.int64)
+    s_occ[s_ord] = np.arange(len(s_idx)) - s_start[s_kid[s_ord]]
+    r_occ[r_ord] = np.arange(len(r_idx)) - r_start[r_kid[r_ord]]
+    s_extra = s_occ >= r_cnt[s_kid]
+    r_extra = r_occ >= s_cnt[r_kid]
+    if s_extra.any() or r_extra.any():
+        cand = []
+        if s_extra.any():
+            cand.append((int(s_idx[s_extra].min()), "send"))
+        if r_extra.any():
+            cand.append((int(r_idx[r_extra].min()), "recv"))
+        i, kind = min(cand)
+        r = int(rank[i])
+        peer, tag = int(w.peer[i]), int(w.tag[i])
+        if kind == "send":
+            what = (f"unmatched send: rank {r} sends to rank {peer} (tag {tag}) but rank {peer} "
+                    f"posts no matching recv")
+        else:
+            what = (f"unmatched recv: rank {r} receives from rank {peer} (tag {tag}) but rank "
+                    f"{peer} posts no matching send")
+        raise _err(w, i, what, "every send needs a recv on the same (src, dst, tag) channel")
+    # pair them: sort both sides by (channel, occurrence)
+    so = np.lexsort((s_occ, s_kid))
+    ro = np.lexsort((r_occ, r_kid))
+    send_rec, recv_rec = s_idx[so], r_idx[ro]
+    order = np.argsort(send_rec, kind="stable")
+    send_rec, recv_rec = send_rec[order], recv_rec[order]
+    rb = w.nbytes[recv_rec]
+    sb = w.nbytes[send_rec]
+    bad = np.flatnonzero((rb >= 0) & (rb != sb))
+    if bad.size:
+        k = int(bad[0])
+        raise _err(w, int(recv_rec[k]), f"recv of {int(rb[k])} bytes matches a send of "
+                                        f"{int(sb[k])} bytes", "sizes of matching send/recv must agree")
+    neg = np.flatnonzero(sb < 0)
+    if neg.size:
+        raise _err(w, int(send_rec[neg[0]]), "send has a negative size")
+    return send_rec, recv_rec
+
+
+def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: str,
+                     intra_latency_s: float, intra_bandwidth_Bps: float) -> Messages:
+    """Match messages, then attach routes and quiet costs (vectorised)."""
+    send_rec, recv_rec = match_messages(w)
+    rank = _rank_of_records(w)
+    M = len(send_rec)
+    src = rank[send_rec].astype(np.int32)
+    dst = w.peer[send_rec].astype(np.int32)
+    nbytes = w.nbytes[send_rec].astype(np.int64)
+    rec_msg = np.full(w.nrecords, -1, np.int64)
+    rec_msg[send_rec] = np.arange(M)
+    rec_msg[recv_rec] = np.arange(M)
+    sn = node_of_rank[src].astype(np.int64)
+    dn = node_of_rank[dst].astype(np.int64)
+    intra = sn == dn
+    pairs, pinv = np.unique(np.stack([sn, dn], 1), axis=0, return_inverse=True) if M else (
+        np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
+    pinv = np.asarray(pinv).reshape(-1)
+    table = network.compile_routes(pairs)
+    hops = table.hops[pinv] if M else np.zeros(0, np.int32)
+    route_ptr = np.zeros(M + 1, np.int64)
+    np.cumsum(hops, out=route_ptr[1:])
+    # gather each message's resources from its pair's row (vectorised CSR gather)
+    starts = table.indptr[pinv] if M else np.zeros(0, np.int64)
+    offs = np.arange(route_ptr[-1]) - np.repeat(route_ptr[:-1], hops)
+    route_res = table.resources[np.repeat(starts, hops) + offs].astype(np.int32)
+    lat = table.latency_s[pinv] if M else np.zeros(0)
+    bw = table.bandwidth_Bps[pinv] if M else np.zeros(0)
+    cost = network.cost
+    quiet = np.asarray(cost.quiet_s(nbytes, lat, bw, hops), float) if M else np.zeros(0)
+    latency = np.asarray(cost.latency_s(nbytes, lat, bw, hops), float) if M else np.zeros(0)
+    latency = np.minimum(latency, quiet)
+    # max-min: bytes flow over link capacities; a fitted model's own bandwidth caps the flow
+    if hasattr(cost, "bandwidth_Bps") and M:
+        cap = np.asarray(cost.bandwidth_Bps(nbytes), float)
+    else:
+        cap = np.full(M, np.inf)
+    intra_q = intra_latency_s + nbytes / intra_bandwidth_Bps
+    quiet = np.where(intra, intra_q, quiet)
+    latency = np.where(intra, intra_q, latency)
+    bad = np.flatnonzero(~np.isfinite(quiet) | (quiet < 0))
+    if bad.size:
+        raise _err(w, int(send_rec[bad[0]]), "the cost model gives no finite time for this message")
+    return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst,
+                    tag=w.tag[send_rec].astype(np.int32), nbytes=nbytes, rec_msg=rec_msg,
+                    route_ptr=route_ptr, route_res=route_res, quiet_s=quiet, latency_s=latency,
+                    flow_cap_Bps=cap, intra=intra, hops=hops.astype(np.int32))

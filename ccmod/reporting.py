@@ -1,0 +1,45 @@
+"""``ccmod run --report DIR``: tables + one HTML report (knee capacity at background levels)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ccmod.errors import CcmodInputError
+
+
+def parse_levels(text: str | None) -> list[float] | None:
+    """Parse ``"0,0.3"`` into background fractions in [0, 1)."""
+    if not text:
+        return None
+    out = []
+    for tok in text.split(","):
+        tok = tok.strip()
+        try:
+            v = float(tok)
+        except ValueError:
+            raise CcmodInputError(f"background level '{tok}' is not a number",
+                                  source="--background-levels") from None
+        if not 0.0 <= v < 1.0:
+            raise CcmodInputError(f"background level {v} is not in [0, 1)",
+                                  source="--background-levels")
+        out.append(v)
+    return out
+
+
+def make_report(result, workload, report_dir, *, network, background_levels=None,
+                run_kwargs=None) -> Path:
+    """Write ``report_dir/report.html`` from the tables the parquet sink wrote there.
+
+    With ``background_levels`` the engine runs once more per level (same trace and
+    network) so the report can show knee capacity with and without background load.
+    """
+    from outputs.report import build_report
+    levels = parse_levels(background_levels) if isinstance(background_levels, str) \
+        else background_levels
+    extra = None
+    if levels:
+        from ccmod.api import run
+        extra = {}
+        for lv in levels:
+            extra[lv] = run(workload, network, background=lv, record=True, **(run_kwargs or {}))
+    return build_report(Path(report_dir), Path(report_dir) / "report.html",
+                        background_levels=extra)

@@ -1,0 +1,1 @@
+"""Network models (CCMOD's ``netsys``): topologies, routes, quiet costs, background load."""

@@ -1,0 +1,230 @@
+"""Quiet-network cost models (CCMOD's Tcom) and their inverse (CCMOD's T2Pack).
+
+A cost model maps a message size and its route to the time the message takes on a quiet
+network. The engine tracks each message's progress in *quiet seconds*; the inverse maps
+quiet seconds elapsed back to bytes moved (for link-load accounting and outputs).
+
+JSON model file (``--cost FILE``, written by ``ccmod fit``)::
+
+    {
+      "format": "ccmod-cost-model", "version": 1,
+      "kind": "piecewise-linear",
+      "segments": [                       # sorted by min_bytes, contiguous, first starts at 0
+        {"min_bytes": 0,    "latency_s": 5.1e-6, "bandwidth_Bps": 9.0e7},
+        {"min_bytes": 2020, "latency_s": 2.0e-5, "bandwidth_Bps": 1.2e8}
+      ],
+      "ref_hops": 2,                      # links on the measured path (node->switch->node)
+      "per_hop_latency_s": 1e-7,          # added per link beyond ref_hops (or removed below)
+      "packet_size": 2020,                # optional, informative
+      "source": "osu_latency.out", "fit": {...}   # optional diagnostics
+    }
+
+Segment ``k`` applies to ``min_bytes[k] <= nbytes < min_bytes[k+1]`` (the last one is
+unbounded): ``Tquiet(n) = latency_s[k] + n / bandwidth_Bps[k] + per_hop_latency_s *
+(hops - ref_hops)``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ccmod.errors import CcmodInputError
+
+
+class CostModel:
+    """Base class: the quiet-network time of a message.
+
+    Subclasses implement :meth:`quiet_s`. ``route_latency_s`` is the sum of the link
+    latencies on the route, ``route_bandwidth_Bps`` the bottleneck capacity of the route,
+    ``hops`` the number of (link, direction) resources it uses.
+    """
+
+    name = "cost"
+
+    def quiet_s(self, nbytes, route_latency_s, route_bandwidth_Bps, hops):
+        """Quiet-network time in seconds (vectorised over numpy arrays)."""
+        raise NotImplementedError
+
+    def latency_s(self, nbytes, route_latency_s, route_bandwidth_Bps, hops):
+        """The size-independent part of :meth:`quiet_s` (paid before bytes flow)."""
+        return self.quiet_s(np.zeros_like(np.asarray(nbytes, dtype=float)), route_latency_s,
+                            route_bandwidth_Bps, hops)
+
+    def bytes_moved(self, nbytes, quiet_total_s, quiet_elapsed_s):
+        """CCMOD's T2Pack: bytes delivered after ``quiet_elapsed_s`` of quiet-time progress.
+
+        The latency part moves no bytes; afterwards bytes flow linearly, which is the exact
+        inverse of a cost that is affine in the size within one segment.
+        """
+        nbytes = np.asarray(nbytes, dtype=float)
+        total = np.asarray(quiet_total_s, dtype=float)
+        el = np.asarray(quiet_elapsed_s, dtype=float)
+        lat = np.minimum(self._lat_for_inverse(nbytes, total), total)
+        span = np.maximum(total - lat, 1e-300)
+        frac = np.clip((el - lat) / span, 0.0, 1.0)
+        return nbytes * frac
+
+    def _lat_for_inverse(self, nbytes, total):
+        return np.zeros_like(total)
+
+    def describe(self) -> str:
+        return self.name
+
+
+class PhysicalCost(CostModel):
+    """``Tquiet = sum of route latencies + nbytes / bottleneck bandwidth`` (+ a fixed overhead).
+
+    Parameters
+    ----------
+    overhead_s : float
+        Software overhead added to every message (default 0).
+    """
+
+    name = "physical"
+
+    def __init__(self, overhead_s: float = 0.0):
+        self.overhead_s = float(overhead_s)
+
+    def quiet_s(self, nbytes, route_latency_s, route_bandwidth_Bps, hops):
+        nbytes = np.asarray(nbytes, dtype=float)
+        return self.overhead_s + np.asarray(route_latency_s, float) + nbytes / np.asarray(
+            route_bandwidth_Bps, float)
+
+    def latency_s(self, nbytes, route_latency_s, route_bandwidth_Bps, hops):
+        return self.overhead_s + np.asarray(route_latency_s, float) + 0.0 * np.asarray(nbytes, float)
+
+    def describe(self) -> str:
+        return "physical (sum of route latencies + nbytes / bottleneck bandwidth)"
+
+
+class PiecewiseLinearCost(CostModel):
+    """Piecewise-linear quiet cost in message size (the article's regression, Example 3a).
+
+    Parameters
+    ----------
+    min_bytes : sequence of int
+        Start of each segment; ``min_bytes[0]`` must be 0 and the list increasing.
+    latency_s, bandwidth_Bps : sequence of float
+        Intercept (s) and 1/slope (bytes/s) of each segment.
+    ref_hops : int
+        Number of route resources on the path the model was measured on.
+    per_hop_latency_s : float
+        Latency added per route resource beyond ``ref_hops``.
+    """
+
+    name = "piecewise-linear"
+
+    def __init__(self, min_bytes, latency_s, bandwidth_Bps, ref_hops: int = 2,
+                 per_hop_latency_s: float = 0.0, packet_size: int | None = None,
+                 source: str | None = None, extra: dict | None = None):
+        self.min_bytes = np.asarray(min_bytes, dtype=float)
+        self.seg_latency_s = np.asarray(latency_s, dtype=float)
+        self.seg_bandwidth_Bps = np.asarray(bandwidth_Bps, dtype=float)
+        self.ref_hops = int(ref_hops)
+        self.per_hop_latency_s = float(per_hop_latency_s)
+        self.packet_size = packet_size
+        self.source = source
+        self.extra = extra or {}
+        src = source or "cost model"
+        n = self.min_bytes.size
+        if n == 0 or self.seg_latency_s.size != n or self.seg_bandwidth_Bps.size != n:
+            raise CcmodInputError("cost model needs one latency_s and bandwidth_Bps per segment",
+                                  source=src)
+        if self.min_bytes[0] != 0 or np.any(np.diff(self.min_bytes) <= 0):
+            raise CcmodInputError("segment min_bytes must start at 0 and increase", source=src)
+        if not np.all(np.isfinite(self.seg_latency_s)) or np.any(self.seg_latency_s < 0):
+            raise CcmodInputError("segment latency_s must be finite and >= 0", source=src)
+        if not np.all(np.isfinite(self.seg_bandwidth_Bps)) or np.any(self.seg_bandwidth_Bps <= 0):
+            raise CcmodInputError("segment bandwidth_Bps must be finite and > 0", source=src)
+
+    def _segment(self, nbytes):
+        return np.clip(np.searchsorted(self.min_bytes, nbytes, side="right") - 1, 0,
+                       self.min_bytes.size - 1)
+
+    def quiet_s(self, nbytes, route_latency_s=0.0, route_bandwidth_Bps=1.0, hops=None):
+        nbytes = np.asarray(nbytes, dtype=float)
+        k = self._segment(nbytes)
+        t = self.seg_latency_s[k] + nbytes / self.seg_bandwidth_Bps[k]
+        if hops is not None and self.per_hop_latency_s:
+            t = t + self.per_hop_latency_s * (np.asarray(hops, float) - self.ref_hops)
+        return np.maximum(t, 0.0)
+
+    def latency_s(self, nbytes, route_latency_s=0.0, route_bandwidth_Bps=1.0, hops=None):
+        nbytes = np.asarray(nbytes, dtype=float)
+        t = self.seg_latency_s[self._segment(nbytes)]
+        if hops is not None and self.per_hop_latency_s:
+            t = t + self.per_hop_latency_s * (np.asarray(hops, float) - self.ref_hops)
+        return np.maximum(t, 0.0)
+
+    def bandwidth_Bps(self, nbytes):
+        return self.seg_bandwidth_Bps[self._segment(np.asarray(nbytes, float))]
+
+    def _lat_for_inverse(self, nbytes, total):
+        return total - nbytes / self.bandwidth_Bps(nbytes)
+
+    def to_dict(self) -> dict:
+        d = {"format": "ccmod-cost-model", "version": 1, "kind": "piecewise-linear",
+             "segments": [{"min_bytes": int(m), "latency_s": float(a), "bandwidth_Bps": float(b)}
+                          for m, a, b in zip(self.min_bytes, self.seg_latency_s,
+                                             self.seg_bandwidth_Bps)],
+             "ref_hops": self.ref_hops, "per_hop_latency_s": self.per_hop_latency_s}
+        if self.packet_size is not None:
+            d["packet_size"] = int(self.packet_size)
+        if self.source is not None:
+            d["source"] = self.source
+        d.update({k: v for k, v in self.extra.items() if k not in d})
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str | None = None) -> "PiecewiseLinearCost":
+        src = source or "cost model"
+        if not isinstance(d, dict) or d.get("format") != "ccmod-cost-model":
+            raise CcmodInputError("not a ccmod cost model (missing \"format\": \"ccmod-cost-model\")",
+                                  source=src, hint="write one with `ccmod fit`")
+        segs = d.get("segments")
+        if not isinstance(segs, list) or not segs:
+            raise CcmodInputError("cost model has no 'segments' list", source=src)
+        try:
+            mins = [float(s["min_bytes"]) for s in segs]
+            lat = [float(s["latency_s"]) for s in segs]
+            bw = [float(s["bandwidth_Bps"]) for s in segs]
+            ref_hops = int(d.get("ref_hops", 2))
+            per_hop = float(d.get("per_hop_latency_s", 0.0))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CcmodInputError(f"bad segment field in cost model: {exc}", source=src,
+                                  hint="each segment needs min_bytes, latency_s, bandwidth_Bps")
+        known = {"format", "version", "kind", "segments", "ref_hops", "per_hop_latency_s",
+                 "packet_size", "source"}
+        return cls(mins, lat, bw, ref_hops=ref_hops, per_hop_latency_s=per_hop,
+                   packet_size=d.get("packet_size"), source=source or d.get("source"),
+                   extra={k: v for k, v in d.items() if k not in known})
+
+    def save(self, path) -> None:
+        from ccmod.io import atomic_write_text
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
+
+    @classmethod
+    def load(cls, path) -> "PiecewiseLinearCost":
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as exc:
+            raise CcmodInputError(f"cannot read cost model: {exc.strerror}", source=str(path))
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CcmodInputError(f"cost model is not valid JSON: {exc.msg}", source=str(path),
+                                  line=exc.lineno)
+        return cls.from_dict(d, source=str(path))
+
+    def describe(self) -> str:
+        parts = [f"[{int(m)}B..): {a * 1e6:.3g}us + n/{b / 1e6:.4g}MB/s"
+                 for m, a, b in zip(self.min_bytes, self.seg_latency_s, self.seg_bandwidth_Bps)]
+        return "piecewise-linear " + "; ".join(parts)
+
+
+def _finite_pos(x: float) -> bool:
+    return math.isfinite(x) and x > 0

@@ -1,0 +1,114 @@
+"""The public network factory: ``--network NAME[:key=value,...]`` → a :class:`Network`.
+
+Importing this module registers every built-in network in
+:data:`netsys.registry.NETWORKS`; third-party networks come from the ``ccmod.networks``
+entry-point group (a :class:`netsys.base.Network` subclass with a ``params`` dict whose
+constructor accepts ``nodes_needed=`` plus its parameters, see docs/networks.md).
+"""
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from ccmod.errors import CcmodInputError
+from ccmod.registry import parse_spec
+from netsys.base import Network, parse_params
+from netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
+from netsys.registry import NETWORKS
+# imported for their registration side effect
+from netsys import topologies as _topologies  # noqa: F401
+from netsys import meshes as _meshes  # noqa: F401
+from netsys import topofile as _topofile  # noqa: F401
+
+SRC = "--network"
+
+
+def make_network(spec: str, nodes_needed: int | None,
+                 cost: str | os.PathLike | CostModel | None = None,
+                 background: float | None = None) -> Network:
+    """Build the network named by ``spec`` for a run that needs ``nodes_needed`` nodes.
+
+    Parameters
+    ----------
+    spec : str
+        ``NAME[:key=value,...]``, e.g. ``"star"``, ``"fattree2:spines=4,route=smodk"``.
+    nodes_needed : int or None
+        Number of nodes the run uses (max mapped node + 1, see
+        :func:`netsys.mapping.rank_to_node`). Parameters left at a derived default are
+        sized from it; an explicit size that is too small is an error.
+    cost : str, path, CostModel or None
+        Quiet-network cost: ``None`` keeps the network's default, ``"physical"`` selects
+        :class:`PhysicalCost`, any other string is a JSON cost-model file
+        (``ccmod fit`` writes them, loaded with :meth:`PiecewiseLinearCost.load`).
+    background : float or None
+        Constant background load fraction in [0, 1) applied to every link direction.
+
+    Returns
+    -------
+    Network
+
+    Raises
+    ------
+    CcmodInputError
+        Unknown network (lists valid names), unknown or invalid parameter (names it and the
+        valid ones), a network too small for the run, or a bad cost file / background.
+    """
+    name, raw = parse_spec(str(spec), source=SRC)
+    entry = NETWORKS.get(name, source=SRC)
+    factory = entry.factory
+    declared = getattr(factory, "params", None) or {}
+    values = parse_params(name, declared, raw, source=SRC)
+    need = None if nodes_needed is None else int(nodes_needed)
+    net = factory(nodes_needed=need, **values)
+    if not isinstance(net, Network):
+        raise CcmodInputError(f"network plugin '{name}' did not build a netsys Network",
+                              source=SRC)
+    if need is not None and net.nnodes < need:
+        raise CcmodInputError(f"network '{name}' has {net.nnodes} nodes but the run needs {need}",
+                              source=SRC, hint="use a bigger network or --map")
+    if cost is not None:
+        net.set_cost(load_cost(cost))
+    if background is not None:
+        net.set_background(background)
+    return net
+
+
+def load_cost(cost: str | os.PathLike | CostModel) -> CostModel:
+    """Resolve a ``--cost`` value: a CostModel, ``"physical"`` or a JSON model file."""
+    if isinstance(cost, CostModel):
+        return cost
+    if str(cost) == "physical":
+        return PhysicalCost()
+    return PiecewiseLinearCost.load(cost)
+
+
+def _fmt_default(p) -> str:
+    """``derived`` (sized from the run), ``required`` (doc says so) or the value."""
+    if p.default is None:
+        return "required" if "(required" in p.doc else "derived"
+    return f"{p.default:g}" if isinstance(p.default, float) else str(p.default)
+
+
+def list_networks() -> pd.DataFrame:
+    """One row per registered network: ``name``, ``description``, ``params``.
+
+    ``params`` is ``key=default`` joined with ``, `` (``derived`` = sized from the run or
+    from another parameter, ``required`` = must be given).
+    """
+    rows = []
+    for e in NETWORKS.entries():
+        declared = getattr(e.factory, "params", None) or {}
+        rows.append({"name": e.name, "description": e.description,
+                     "params": ", ".join(f"{k}={_fmt_default(p)}" for k, p in declared.items())})
+    return pd.DataFrame(rows, columns=["name", "description", "params"])
+
+
+def network_params(name: str) -> pd.DataFrame:
+    """The declared parameters of one network: ``param``, ``type``, ``default``, ``doc``."""
+    entry = NETWORKS.get(name, source=SRC)
+    declared = getattr(entry.factory, "params", None) or {}
+    rows = [{"param": k, "type": p.type.__name__, "default": _fmt_default(p),
+             "doc": p.doc + (f" (one of: {', '.join(map(str, p.choices))})" if p.choices else "")}
+            for k, p in declared.items()]
+    return pd.DataFrame(rows, columns=["param", "type", "default", "doc"])

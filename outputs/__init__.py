@@ -1,0 +1,1 @@
+"""Output sinks and reports (CCMOD's ``otrace``)."""

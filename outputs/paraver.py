@@ -1,0 +1,247 @@
+"""The ``paraver`` sink: a ``.prv`` trace with its ``.pcf`` and ``.row`` files (BSC Paraver).
+
+Mapping (times in integer nanoseconds, header ``ftime`` suffixed ``_ns``):
+
+* resource model: only the nodes that host ranks, in node order, one CPU per rank on its
+  node (``node_of_rank``); one application whose task ``r + 1`` is rank ``r`` with one
+  thread; one communicator with every task;
+* state records ``1:cpu:1:task:1:begin:end:state`` for every recorded state, gaps filled
+  with Idle up to the end of the run. State values follow Paraver's usual numbering so the
+  standard configuration files colour them sensibly: 0 Idle, 1 Running (compute),
+  3 Waiting a message (recv), 4 Blocking Send (send), 8 Wait/WaitAll (wait),
+  13 Group Communication (barrier);
+* communication records ``3:cpu:1:task:1:lsend:psend:cpu:1:task:1:lrecv:precv:size:tag``:
+  logical send = ``t_post_s`` (the send was issued), physical send = ``t_start_s`` (the
+  transfer started), logical = physical receive = ``t_end_s`` (the engine does not report
+  when the receive was posted).
+
+Records are sorted by their first time (states before communications on ties). The header
+date is fixed (``SOURCE_DATE_EPOCH`` when set) so the output is reproducible.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ccmod.io import atomic_write_text
+from outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT,
+                          Sink)
+from outputs.common import (ALL_STATE_NAMES, MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE,
+                            ChunkBuffer, discard, fill_idle, frame_to_columns,
+                            resolve_out_dir, sanitize_states, seconds_to_ns, temp_name)
+
+#: ccmod state code → (Paraver state value, label, RGB)
+PRV_STATES = {
+    STATE_IDLE: (0, "Idle", (117, 195, 255)),
+    STATE_COMPUTE: (1, "Running (compute)", (0, 0, 255)),
+    STATE_RECV: (3, "Waiting a message (recv)", (255, 0, 0)),
+    STATE_SEND: (4, "Blocking Send (send)", (255, 0, 174)),
+    STATE_WAIT: (8, "Wait/WaitAll (wait)", (235, 0, 0)),
+    STATE_BARRIER: (13, "Group Communication (barrier)", (255, 144, 26)),
+}
+
+
+def _header_date() -> str:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    try:
+        t = time.gmtime(int(epoch)) if epoch else time.gmtime(0)
+    except ValueError:
+        t = time.gmtime(0)
+    return time.strftime("%d/%m/%Y at %H:%M", t)
+
+
+class ParaverSink(Sink):
+    """Paraver ``.prv``/``.pcf``/``.row`` (states + communications, ns).
+
+    Parameters
+    ----------
+    out_dir : path, optional
+    prefix : str
+        Base name of the three files (``trace`` → trace.prv, trace.pcf, trace.row).
+    """
+
+    name = "paraver"
+    description = "Paraver trace (.prv + .pcf + .row): rank states and communications"
+
+    def __init__(self, out_dir=None, prefix: str = "trace"):
+        self.out_dir = out_dir
+        self.prefix = prefix
+
+    def open(self, ctx) -> None:
+        self.ctx = ctx
+        self.dir = resolve_out_dir(self.name, self.out_dir, ctx)
+        self._msgs = ChunkBuffer(MESSAGE_COLUMNS, "messages")
+        self._states = ChunkBuffer(RANK_STATE_COLUMNS, "rank_states")
+
+    def on_messages(self, batch):
+        self._msgs.add(batch)
+
+    def on_rank_states(self, batch):
+        self._states.add(batch)
+
+    def close(self, result) -> None:
+        for buf, attr in ((self._msgs, "messages"), (self._states, "rank_states")):
+            if len(buf) == 0:
+                cols = frame_to_columns(getattr(result, attr, None), buf.columns)
+                if cols is not None and len(next(iter(cols.values()))):
+                    if attr == "rank_states" and cols["state"].dtype.kind not in "iu":
+                        lut = {n: i for i, n in enumerate(ALL_STATE_NAMES)}
+                        cols["state"] = np.asarray([lut[str(s)] for s in cols["state"]])
+                    buf.add(cols)
+        m = self._msgs.concat({"src": np.int64, "dst": np.int64, "nbytes": np.int64,
+                               "tag": np.int64})
+        s = self._states.concat({"rank": np.int64, "state": np.int64})
+        nranks = _nranks(self.ctx, result, m, s)
+        nodes = getattr(self.ctx, "node_of_rank", None)
+        nodes = (np.asarray(nodes, np.int64)[:nranks] if nodes is not None
+                 and len(nodes) >= nranks else np.arange(nranks, dtype=np.int64))
+        makespan = float(getattr(result, "makespan_s", 0.0) or 0.0)
+        t_end = max([makespan] + [float(a.max()) for a in (s["t_end_s"], m["t_end_s"])
+                                  if len(a)])
+        layout = _Layout(nodes)
+        prv = self.dir / f"{self.prefix}.prv"
+        tmp = temp_name(prv)
+        try:
+            with open(tmp, "w", encoding="ascii") as fh:
+                _write_prv(fh, layout, s, m, nranks, t_end)
+            os.replace(tmp, prv)
+        except BaseException:
+            discard(tmp)
+            raise
+        atomic_write_text(self.dir / f"{self.prefix}.pcf", pcf_text())
+        atomic_write_text(self.dir / f"{self.prefix}.row", layout.row_text())
+
+
+def _nranks(ctx, result, m, s) -> int:
+    wl = getattr(ctx, "workload", None)
+    if wl is not None and getattr(wl, "nranks", None) is not None:
+        return int(wl.nranks)
+    ranks = getattr(result, "ranks", None)
+    n = len(ranks) if ranks is not None else 0
+    for arr in (m["src"], m["dst"], s["rank"]):
+        if len(arr):
+            n = max(n, int(arr.max()) + 1)
+    return n
+
+
+class _Layout:
+    """Paraver resource model: compact used nodes, one CPU per rank."""
+
+    def __init__(self, node_of_rank: np.ndarray):
+        self.node_of_rank = node_of_rank
+        n = len(node_of_rank)
+        self.nodes, node_idx = np.unique(node_of_rank, return_inverse=True)
+        self.node_idx = node_idx.reshape(-1) + 1                      # 1-based compact node
+        order = np.lexsort((np.arange(n), node_of_rank))
+        self.cpu = np.empty(n, np.int64)
+        self.cpu[order] = np.arange(1, n + 1)                        # 1-based global CPU
+        self.cpus_per_node = np.bincount(self.node_idx - 1, minlength=len(self.nodes))
+
+    def header(self, ftime_ns: int) -> str:
+        nranks = len(self.node_of_rank)
+        res = f"{len(self.nodes)}({','.join(str(int(c)) for c in self.cpus_per_node)})"
+        tasks = ",".join(f"1:{int(k)}" for k in self.node_idx)
+        comm = "c:1:1:%d:%s" % (nranks, ":".join(str(t) for t in range(1, nranks + 1)))
+        return (f"#Paraver ({_header_date()}):{ftime_ns}_ns:{res}:1:{nranks}({tasks}),1\n"
+                f"{comm}\n")
+
+    def row_text(self) -> str:
+        nranks = len(self.node_of_rank)
+        order = np.argsort(self.cpu)
+        lines = [f"LEVEL CPU SIZE {nranks}"]
+        lines += [f"{int(self.cpu[r])}.node{int(self.node_of_rank[r])}" for r in order]
+        lines += ["", f"LEVEL NODE SIZE {len(self.nodes)}"]
+        lines += [f"node{int(n)}" for n in self.nodes]
+        lines += ["", f"LEVEL TASK SIZE {nranks}"]
+        lines += [f"rank {r}" for r in range(nranks)]
+        lines += ["", f"LEVEL THREAD SIZE {nranks}"]
+        lines += [f"rank {r}" for r in range(nranks)]
+        return "\n".join(lines) + "\n"
+
+
+def pcf_text() -> str:
+    """The ``.pcf``: display options, the state names/colours used by the records."""
+    out = ["DEFAULT_OPTIONS", "", "LEVEL               THREAD", "UNITS               NANOSEC",
+           "LOOK_BACK           100", "SPEED               1", "FLAG_ICONS          ENABLED",
+           "NUM_OF_STATE_COLORS 1000", "YMAX_SCALE          37", "", "",
+           "DEFAULT_SEMANTIC", "", "THREAD_FUNC          State As Is", "", "", "STATES"]
+    rows = sorted(PRV_STATES.values())
+    out += [f"{v:<5d}{label}" for v, label, _ in rows]
+    out += ["", "", "STATES_COLOR"]
+    out += [f"{v:<5d}{{{c[0]},{c[1]},{c[2]}}}" for v, _, c in rows]
+    out += ["", ""]
+    return "\n".join(out) + "\n"
+
+
+def _write_prv(fh, layout: _Layout, s: dict, m: dict, nranks: int, t_end: float) -> None:
+    rk, st, a, b = sanitize_states(s["rank"], s["state"], s["t_start_s"], s["t_end_s"])
+    rk, st, a, b = fill_idle(rk, st, a, b, nranks, t_end)
+    a_ns, b_ns = seconds_to_ns(a), seconds_to_ns(b)
+    keep = b_ns > a_ns
+    rk, st, a_ns, b_ns = rk[keep], st[keep], a_ns[keep], b_ns[keep]
+    lut = np.zeros(max(PRV_STATES) + 1, np.int64)
+    for code, (v, _, _) in PRV_STATES.items():
+        lut[code] = v
+    prv_state = lut[np.clip(st, 0, len(lut) - 1)]
+
+    src, dst = m["src"], m["dst"]
+    ok = (src >= 0) & (src < nranks) & (dst >= 0) & (dst < nranks)
+    src, dst = src[ok], dst[ok]
+    post = seconds_to_ns(m["t_post_s"][ok])
+    start = np.maximum(seconds_to_ns(m["t_start_s"][ok]), post)
+    end = np.maximum(seconds_to_ns(m["t_end_s"][ok]), start)
+    size = np.maximum(m["nbytes"][ok], 0)
+    tag = m["tag"][ok]
+
+    ftime = int(max([int(seconds_to_ns(t_end))] + [int(x.max()) for x in (b_ns, end)
+                                                    if len(x)]))
+    fh.write(layout.header(ftime))
+    ns = len(rk)
+    times = np.concatenate([a_ns, post])
+    kind = np.concatenate([np.ones(ns, np.int8), np.full(len(src), 3, np.int8)])
+    order = np.lexsort((kind, times))
+    cpu = layout.cpu
+    chunk = 200_000
+    for lo in range(0, len(order), chunk):
+        idx = order[lo:lo + chunk]
+        is_state = idx < ns
+        si = idx[is_state]
+        ci = idx[~is_state] - ns
+        out = np.empty(len(idx), dtype=object)
+        out[is_state] = [f"1:{c}:1:{r + 1}:1:{x}:{y}:{v}" for c, r, x, y, v in zip(
+            cpu[rk[si]].tolist(), rk[si].tolist(), a_ns[si].tolist(), b_ns[si].tolist(),
+            prv_state[si].tolist())]
+        out[~is_state] = [f"3:{cs}:1:{s_ + 1}:1:{p}:{q}:{cr}:1:{d + 1}:1:{e}:{e}:{n}:{t}"
+                          for cs, s_, p, q, cr, d, e, n, t in zip(
+                              cpu[src[ci]].tolist(), src[ci].tolist(), post[ci].tolist(),
+                              start[ci].tolist(), cpu[dst[ci]].tolist(), dst[ci].tolist(),
+                              end[ci].tolist(), size[ci].tolist(), tag[ci].tolist())]
+        fh.write("\n".join(out.tolist()))
+        fh.write("\n")
+
+
+def read_prv_summary(path) -> dict:
+    """Parse a ``.prv`` written by this sink (for tests/inspection).
+
+    Returns
+    -------
+    dict with ``ftime_ns``, ``header``, ``states`` (list of int tuples) and ``comms``.
+    """
+    lines = Path(path).read_text(encoding="ascii").splitlines()
+    header = lines[0]
+    ftime = int(header.split("):", 1)[1].split(":", 1)[0].removesuffix("_ns"))
+    states, comms, other = [], [], 0
+    for ln in lines[1:]:
+        if ln.startswith("1:"):
+            states.append(tuple(int(x) for x in ln.split(":")[1:]))
+        elif ln.startswith("3:"):
+            comms.append(tuple(int(x) for x in ln.split(":")[1:]))
+        elif ln.startswith("c:") or not ln:
+            continue
+        else:
+            other += 1
+    return {"header": header, "ftime_ns": ftime, "states": states, "comms": comms,
+            "other": other}

@@ -1,0 +1,4 @@
+"""The sink registry: ``SINKS`` (entry-point group ``ccmod.sinks``)."""
+from ccmod.registry import Registry
+
+SINKS = Registry("sink", "ccmod.sinks")

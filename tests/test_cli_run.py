@@ -1,0 +1,138 @@
+"""`ccmod run` as a user runs it: exit codes, one-line errors, JSON, output files."""
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def ccmod(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ccmod", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd or ROOT, timeout=300)
+
+
+def write(tmp_path, text, name="t.ti"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+GOOD = """# two ranks
+0 init
+1 init
+0 compute 1e6
+0 send 1 1000
+1 recv 0 1000
+1 send 0 0 2000
+0 recv 1 0 2000
+0 finalize
+1 finalize
+"""
+
+
+def one_line_error(res, *needles):
+    assert res.returncode == 2, res.stderr + res.stdout
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def test_json_summary(tmp_path):
+    p = write(tmp_path, GOOD)
+    res = ccmod("run", p, "--network", "star:bandwidth=1e8,latency=1e-6", "--sharing", "maxmin",
+                "--json")
+    assert res.returncode == 0, res.stderr
+    d = json.loads(res.stdout)
+    for key in ("makespan_s", "rank_finish_s", "messages", "records", "wall_s", "records_per_s",
+                "network", "sharing"):
+        assert key in d
+    assert d["messages"] == 2 and d["sharing"] == "maxmin" and len(d["rank_finish_s"]) == 2
+    # compute 1e6 flops at 1e9 flop/s, then two sequential messages of 2 us + n / 1e8
+    want = 1e-3 + (2e-6 + 1000 / 1e8) + (2e-6 + 2000 / 1e8)
+    assert d["makespan_s"] == pytest.approx(want, rel=1e-9)
+
+
+def test_human_summary_and_python_api(tmp_path):
+    p = write(tmp_path, GOOD)
+    res = ccmod("run", p, "--network", "myrinet16")
+    assert res.returncode == 0, res.stderr
+    assert "makespan" in res.stdout and "busiest link" in res.stdout
+    code = f"import ccmod; r = ccmod.run({str(p)!r}, network='myrinet16'); print(r.makespan_s)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and float(out.stdout) > 1e-3
+
+
+def test_out_dir_tables_and_debug_trace(tmp_path):
+    p = write(tmp_path, GOOD)
+    out = tmp_path / "run1"
+    res = ccmod("run", p, "--network", "bus:nodes=4", "--out", out, "--debug")
+    assert res.returncode == 0, res.stderr
+    msgs = pd.read_parquet(out / "messages.parquet")
+    assert len(msgs) == 2
+    for col in ("src", "dst", "nbytes", "t_post_s", "t_start_s", "t_end_s", "quiet_s", "slowdown"):
+        assert col in msgs.columns
+    ranks = pd.read_parquet(out / "ranks.parquet")
+    assert len(ranks) == 2
+    debug = [f for f in out.iterdir() if "debug" in f.name]
+    assert debug, list(out.iterdir())
+    text = debug[0].read_text()
+    assert "EVENTHORIZON" in text and "MSGSTART" in text and "MSGEND" in text
+    assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]
+
+
+def test_networks_lists_names():
+    res = ccmod("networks")
+    assert res.returncode == 0
+    for name in ("star", "bus", "fattree2", "myrinet16"):
+        assert name in res.stdout
+
+
+@pytest.mark.parametrize("text,needles", [
+    ("0 sned 1 10\n", ["t.ti:1", "sned"]),
+    ("0 send 1 ten\n1 recv 0\n", ["t.ti:1"]),
+    ("0 send 1 10\n1 compute 5\n", ["t.ti:1", "unmatched send"]),
+    ("0 compute 5\n1 recv 0 10\n", ["t.ti:2", "unmatched recv"]),
+    ("0 send 1 10\n1 recv 0 12\n", ["t.ti:2", "12"]),
+])
+def test_bad_trace_one_line_exit_2(tmp_path, text, needles):
+    p = write(tmp_path, text)
+    one_line_error(ccmod("run", p), *needles)
+
+
+def test_deadlock_exit_2_lists_blocked_ranks(tmp_path):
+    p = write(tmp_path, "0 recv 1 10\n0 send 1 10\n1 recv 0 10\n1 send 0 10\n")
+    line = one_line_error(ccmod("run", p), "deadlock")
+    assert "rank 0" in line and "rank 1" in line
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--network", "nosuch"], ["unknown network", "star"]),
+    (["--network", "star:bandwith=1e9"], ["bandwith", "bandwidth"]),
+    (["--network", "star:bandwidth=fast"], ["bandwidth"]),
+    (["--network", "star:nodes=1"], ["--network"]),
+    (["--sharing", "fair"], ["--sharing", "maxmin"]),
+    (["--send-mode", "sync"], ["--send-mode"]),
+    (["--background", "1.5"], ["--background"]),
+    (["--map", "block:0"], ["--map"]),
+])
+def test_bad_options_one_line_exit_2(tmp_path, args, needles):
+    p = write(tmp_path, GOOD)
+    one_line_error(ccmod("run", p, *args), *needles)
+
+
+def test_rank_outside_network(tmp_path):
+    text = "".join(f"{r} send {(r + 1) % 20} 10\n{(r + 1) % 20} recv {r} 10\n" for r in range(0, 20, 2))
+    p = write(tmp_path, text)
+    one_line_error(ccmod("run", p, "--network", "myrinet16"), "--network")
+
+
+def test_missing_file(tmp_path):
+    one_line_error(ccmod("run", tmp_path / "nope.ti"), "nope.ti")

@@ -1,0 +1,172 @@
+"""Workloads (CCMOD's ``workload``): trace readers and statistical generators.
+
+Front-end
+---------
+:func:`read_workload` reads any registered trace format into a
+:class:`~workloads.base.Workload`; :func:`detect_format` sniffs the format of a path;
+:func:`list_formats` lists the registered readers. Readers live in their own modules
+and register themselves in :data:`workloads.registry.READERS` on import; third-party
+readers come through the ``ccmod.readers`` entry-point group.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import struct
+import zlib
+from pathlib import Path
+
+from ccmod.errors import CcmodError, CcmodInputError
+from workloads.base import Workload
+from workloads.registry import READERS
+
+#: reader modules shipped with ccmod; a missing one (not written / not installed) is skipped
+_READER_MODULES = ("workloads.ti", "workloads.tabular", "workloads.otf2_reader",
+                   "workloads.dumpi", "workloads.paraver", "workloads.liballprof",
+                   "workloads.generators")
+
+for _mod in _READER_MODULES:
+    try:
+        importlib.import_module(_mod)
+    except ModuleNotFoundError as _exc:
+        if _exc.name != _mod:
+            raise
+del _mod
+
+__all__ = ["read_workload", "detect_format", "list_formats", "Workload"]
+
+
+def _reader(name: str, source: str | None = None):
+    entry = READERS.get(name, source=source)
+    f = entry.factory
+    return f() if isinstance(f, type) else f
+
+
+def _check_path(path) -> Path:
+    if path is None or str(path) == "":
+        raise CcmodInputError("no trace file given")
+    p = Path(os.fspath(path))
+    if not p.exists():
+        raise CcmodInputError("no such file or folder", source=str(p))
+    if not os.access(p, os.R_OK):
+        raise CcmodInputError("permission denied (not readable)", source=str(p))
+    return p
+
+
+def detect_format(path) -> str:
+    """Return the name of the registered reader that recognises ``path``.
+
+    Every registered reader's ``sniff`` is asked; readers that fail while sniffing count
+    as "no". When several match, the one whose ``extensions`` match the file name wins,
+    else the first by name.
+
+    Raises
+    ------
+    CcmodInputError
+        Missing file, or no reader recognises it (the message lists valid formats).
+    """
+    p = _check_path(path)
+    matches = []
+    for entry in READERS.entries():
+        try:
+            r = entry.factory() if isinstance(entry.factory, type) else entry.factory
+            sniff = getattr(r, "sniff", None)
+            if sniff is not None and sniff(p):
+                matches.append((entry.name, r))
+        except Exception:  # a sniffer must never break detection (third-party plugins)
+            continue
+    if not matches:
+        kind = "folder" if p.is_dir() else "file"
+        raise CcmodInputError(f"cannot recognise the trace format of this {kind}", source=str(p),
+                              hint="give --format; valid formats: " + ", ".join(READERS.names()))
+    if len(matches) > 1:
+        name = p.name.lower()
+        for fmt, r in matches:
+            if any(name.endswith(e) for e in getattr(r, "extensions", ())):
+                return fmt
+    return matches[0][0]
+
+
+def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
+                  compute_scale: float = 1.0, collectives=None, **opts) -> Workload:
+    """Read a trace into a :class:`~workloads.base.Workload`.
+
+    Parameters
+    ----------
+    path : str or Path
+        Trace file (or folder / description file, depending on the format).
+    fmt : str
+        Reader name (see :func:`list_formats`) or ``"auto"`` to sniff it.
+    compute_rate : float
+        flop/s, for formats that count flops (SimGrid TI).
+    compute_scale : float
+        Multiplies every compute duration (e.g. 0.5 = a CPU twice as fast).
+    collectives : dict or str, optional
+        Collective kind -> algorithm name, or an option string such as
+        ``"allreduce=ring,bcast=binomial"`` (parsed by ``workloads.collectives``).
+    **opts
+        Reader-specific options (e.g. ``syntax`` / ``elem_bytes`` for ``ti``).
+
+    Raises
+    ------
+    CcmodInputError
+        Missing/unreadable file, unknown format, bad option or bad record (one line,
+        naming the file and line).
+    """
+    p = _check_path(path)
+    if not (isinstance(compute_rate, (int, float)) and math.isfinite(compute_rate)
+            and compute_rate > 0):
+        raise CcmodInputError(f"compute rate must be a positive number, got {compute_rate!r}",
+                              source="--compute-rate")
+    if not (isinstance(compute_scale, (int, float)) and math.isfinite(compute_scale)
+            and compute_scale >= 0):
+        raise CcmodInputError(f"compute scale must be a number >= 0, got {compute_scale!r}",
+                              source="--compute-scale")
+    if isinstance(collectives, str):
+        collectives = _parse_collectives(collectives)
+    if fmt in (None, "", "auto"):
+        fmt = detect_format(p)
+    reader = _reader(fmt, source="--format")
+    try:
+        w = reader.read(p, compute_rate=float(compute_rate), compute_scale=float(compute_scale),
+                        collectives=collectives, **opts)
+    except CcmodError:
+        raise
+    except (OSError, EOFError, UnicodeDecodeError, struct.error, zlib.error) as exc:
+        raise CcmodInputError(f"cannot read as '{fmt}': {exc}", source=str(p)) from None
+    except MemoryError:
+        raise CcmodInputError("not enough memory to read this trace", source=str(p)) from None
+    if not isinstance(w, Workload):  # pragma: no cover - plugin contract violation
+        raise CcmodInputError(f"reader '{fmt}' returned {type(w).__name__}, not a Workload")
+    w.meta.setdefault("format", fmt)
+    return w
+
+
+def _parse_collectives(text: str) -> dict:
+    if not text.strip():
+        return {}
+    try:
+        mod = importlib.import_module("workloads.collectives")
+    except ModuleNotFoundError as exc:
+        if exc.name != "workloads.collectives":
+            raise
+        raise CcmodInputError("collective algorithms need workloads.collectives "
+                              "(not installed)", source="--collectives") from None
+    return mod.parse_collective_option(text)
+
+
+#: formats :func:`workloads.info.convert` can write
+WRITABLE = ("ti", "parquet", "csv")
+
+
+def list_formats():
+    """Registered trace formats as a DataFrame (format, readable, writable, description)."""
+    import pandas as pd
+    rows = []
+    for e in READERS.entries():
+        f = e.factory
+        exts = getattr(f, "extensions", ())
+        rows.append({"format": e.name, "writable": e.name in WRITABLE,
+                     "extensions": " ".join(exts), "description": e.description})
+    return pd.DataFrame(rows, columns=["format", "writable", "extensions", "description"])

@@ -1,0 +1,171 @@
+"""The engine's workload contract: per-rank op arrays in one CSR layout.
+
+Every reader and generator produces a :class:`Workload`. The engine consumes nothing
+else. Records of rank ``r`` are ``[rank_ptr[r], rank_ptr[r+1])`` in every array.
+
+Op codes (``op`` column)
+------------------------
+=============  =====  =====================================================================
+name           value  meaning of the other columns
+=============  =====  =====================================================================
+OP_COMPUTE     0      ``duration_s`` seconds of local work
+OP_SEND        1      blocking send of ``nbytes`` to rank ``peer`` with ``tag``
+OP_RECV        2      blocking recv from ``peer`` with ``tag``; ``nbytes`` = -1 if unknown
+OP_ISEND       3      non-blocking send; ``req`` = request id (unique within the rank)
+OP_IRECV       4      non-blocking recv; ``req`` = request id; ``nbytes`` may be -1
+OP_WAIT        5      wait for request ``req`` of this rank
+OP_WAITALL     6      wait for every outstanding request of this rank
+OP_BARRIER     7      barrier over all ranks (a pure synchronisation point)
+=============  =====  =====================================================================
+
+Matching is per ordered channel ``(src, dst, tag)`` in FIFO order (MPI non-overtaking,
+no wildcards). Collectives are decomposed into these ops by ``workloads.collectives``.
+A wait on a set of requests is written as consecutive OP_WAITs (same completion time).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OP_COMPUTE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV, OP_WAIT, OP_WAITALL, OP_BARRIER = range(8)
+OP_NAMES = ("compute", "send", "recv", "isend", "irecv", "wait", "waitall", "barrier")
+#: op codes that post a message send / a message receive
+SEND_OPS = (OP_SEND, OP_ISEND)
+RECV_OPS = (OP_RECV, OP_IRECV)
+
+
+@dataclass
+class Workload:
+    """Per-rank records of a parallel application, as flat arrays (CSR by rank).
+
+    Attributes
+    ----------
+    nranks : int
+    rank_ptr : int64[nranks+1]
+    op : int8[n]
+    peer : int32[n]        destination (send) or source (recv) rank; -1 otherwise
+    tag : int32[n]         message tag (0 when the format has none)
+    nbytes : int64[n]      message size; -1 for a recv of unknown size
+    duration_s : float64[n] compute duration in seconds (0 for other ops)
+    req : int64[n]         request id for isend/irecv/wait; -1 otherwise
+    line : int64[n]        line or record number in the source file (for error messages)
+    file_id : int32[n]     index into ``files``
+    files : list[str]      source file names
+    meta : dict            reader-specific facts (format, compute_rate, notes, ...)
+    """
+
+    nranks: int
+    rank_ptr: np.ndarray
+    op: np.ndarray
+    peer: np.ndarray
+    tag: np.ndarray
+    nbytes: np.ndarray
+    duration_s: np.ndarray
+    req: np.ndarray
+    line: np.ndarray
+    file_id: np.ndarray
+    files: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def nrecords(self) -> int:
+        return int(self.op.shape[0])
+
+    def where(self, i: int) -> tuple[str | None, int | None]:
+        """Return (file, line) of record ``i`` for error messages."""
+        fid = int(self.file_id[i])
+        f = self.files[fid] if 0 <= fid < len(self.files) else None
+        ln = int(self.line[i])
+        return f, (ln if ln > 0 else None)
+
+    def rank_of(self, i: int) -> int:
+        return int(np.searchsorted(self.rank_ptr, i, side="right") - 1)
+
+    def to_frame(self):
+        """Return the records as a pandas DataFrame (one row per record)."""
+        import pandas as pd
+        rank = np.repeat(np.arange(self.nranks, dtype=np.int32), np.diff(self.rank_ptr))
+        return pd.DataFrame({
+            "rank": rank, "op": np.asarray(OP_NAMES, dtype=object)[self.op],
+            "peer": self.peer, "tag": self.tag, "nbytes": self.nbytes,
+            "duration_s": self.duration_s, "req": self.req, "line": self.line,
+            "file_id": self.file_id,
+        })
+
+
+class WorkloadBuilder:
+    """Collect records rank by rank (any order of ranks) and compile to a :class:`Workload`.
+
+    Appending is list-based (cheap); :meth:`build` does one stable sort by rank so the
+    per-rank order of appends is preserved.
+    """
+
+    def __init__(self, nranks: int | None = None):
+        self.nranks = nranks
+        self._cols: dict[str, list] = {k: [] for k in
+                                       ("rank", "op", "peer", "tag", "nbytes", "duration_s",
+                                        "req", "line", "file_id")}
+        self.files: list[str] = []
+        self._file_index: dict[str, int] = {}
+        self.meta: dict = {}
+
+    def file(self, name: str) -> int:
+        """Return the file id of ``name`` (registering it)."""
+        if name not in self._file_index:
+            self._file_index[name] = len(self.files)
+            self.files.append(name)
+        return self._file_index[name]
+
+    def add(self, rank: int, op: int, peer: int = -1, nbytes: int = 0, duration_s: float = 0.0,
+            tag: int = 0, req: int = -1, line: int = 0, file_id: int = 0) -> None:
+        c = self._cols
+        c["rank"].append(rank); c["op"].append(op); c["peer"].append(peer)
+        c["tag"].append(tag); c["nbytes"].append(nbytes); c["duration_s"].append(duration_s)
+        c["req"].append(req); c["line"].append(line); c["file_id"].append(file_id)
+
+    # convenience wrappers -------------------------------------------------------------
+    def compute(self, rank, duration_s, **kw):
+        self.add(rank, OP_COMPUTE, duration_s=float(duration_s), **kw)
+
+    def send(self, rank, dst, nbytes, tag=0, **kw):
+        self.add(rank, OP_SEND, peer=dst, nbytes=int(nbytes), tag=tag, **kw)
+
+    def recv(self, rank, src, nbytes=-1, tag=0, **kw):
+        self.add(rank, OP_RECV, peer=src, nbytes=int(nbytes), tag=tag, **kw)
+
+    def isend(self, rank, dst, nbytes, req, tag=0, **kw):
+        self.add(rank, OP_ISEND, peer=dst, nbytes=int(nbytes), tag=tag, req=req, **kw)
+
+    def irecv(self, rank, src, req, nbytes=-1, tag=0, **kw):
+        self.add(rank, OP_IRECV, peer=src, nbytes=int(nbytes), tag=tag, req=req, **kw)
+
+    def wait(self, rank, req, **kw):
+        self.add(rank, OP_WAIT, req=req, **kw)
+
+    def waitall(self, rank, **kw):
+        self.add(rank, OP_WAITALL, **kw)
+
+    def barrier(self, rank, **kw):
+        self.add(rank, OP_BARRIER, **kw)
+
+    def build(self) -> Workload:
+        c = self._cols
+        rank = np.asarray(c["rank"], dtype=np.int64)
+        nranks = self.nranks
+        if nranks is None:
+            nranks = int(rank.max()) + 1 if rank.size else 0
+        order = np.argsort(rank, kind="stable")
+        counts = np.bincount(rank, minlength=nranks) if rank.size else np.zeros(nranks, np.int64)
+        rank_ptr = np.zeros(nranks + 1, dtype=np.int64)
+        np.cumsum(counts, out=rank_ptr[1:])
+
+        def col(name, dtype):
+            return np.asarray(c[name], dtype=dtype)[order] if rank.size else np.zeros(0, dtype)
+
+        return Workload(
+            nranks=nranks, rank_ptr=rank_ptr, op=col("op", np.int8), peer=col("peer", np.int32),
+            tag=col("tag", np.int32), nbytes=col("nbytes", np.int64),
+            duration_s=col("duration_s", np.float64), req=col("req", np.int64),
+            line=col("line", np.int64), file_id=col("file_id", np.int32),
+            files=list(self.files), meta=dict(self.meta))

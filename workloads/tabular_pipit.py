@@ -1,0 +1,223 @@
+"""pipit-style event CSV (hpcgroup/pipit's ``Trace`` export) -> Workload.
+
+Columns: ``Timestamp (ns)`` (or ``(us)``, ``(ms)``, ``(s)``), ``Event Type``
+(``Enter`` / ``Leave`` / ``Instant``), ``Name``, ``Thread``, ``Process`` (= MPI rank) and
+``Attributes`` (a Python dict literal). Mapping, per process in timestamp order:
+
+* an ``Enter``/``Leave`` pair of a region named ``MPI_*`` is one MPI call; the time
+  between the end of one MPI call and the start of the next is OP_COMPUTE (so time
+  before the first call (MPI_Init) and after the last (MPI_Finalize) is not counted);
+* ``Instant`` events inside the call give the messages (OTF2 event names, attributes
+  ``receiver``/``sender``, ``msg_tag``, ``msg_length``, ``request_id``):
+  ``MpiSend`` -> OP_SEND, ``MpiRecv`` -> OP_RECV, ``MpiIsend`` -> OP_ISEND,
+  ``MpiIrecvRequest`` -> OP_IRECV (source, tag and size are taken from the matching
+  ``MpiIrecv`` completion), ``MpiIsendComplete`` / ``MpiIrecv`` -> OP_WAIT;
+  ``MPI_Sendrecv`` becomes isend + irecv + two waits (blocking send then recv could
+  deadlock under rendezvous); ``MPI_Barrier`` -> OP_BARRIER; an ``MPI_Waitall`` without
+  completion events -> OP_WAITALL;
+* other collectives are not supported in this format (their sizes are not in the
+  CSV export): read the OTF2 trace instead.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+
+from ccmod.errors import CcmodInputError
+from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
+                            OP_WAIT, OP_WAITALL, WorkloadBuilder)
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+_COLLECTIVES = ("MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Alltoall", "MPI_Alltoallv",
+                "MPI_Gather", "MPI_Gatherv", "MPI_Allgather", "MPI_Allgatherv", "MPI_Scatter",
+                "MPI_Scatterv", "MPI_Reduce_scatter", "MPI_Scan", "MPI_Exscan",
+                "MPI_Ibarrier", "MPI_Ibcast", "MPI_Iallreduce")
+
+
+def _attrs(text, src, row) -> dict:
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    try:
+        v = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise CcmodInputError("unreadable Attributes (expect a dict literal)", source=src,
+                              line=row) from None
+    return v if isinstance(v, dict) else {}
+
+
+def _get(a: dict, names, src, row, what):
+    for n in names:
+        if n in a:
+            try:
+                return int(a[n])
+            except (TypeError, ValueError):
+                break
+    raise CcmodInputError(f"missing or bad '{names[0]}' attribute for {what}", source=src,
+                          line=row)
+
+
+def read_pipit_csv(path: Path, compute_scale: float = 1.0, **unknown):
+    """Read a pipit event CSV (see module doc) into a Workload."""
+    import pandas as pd
+    src = str(path)
+    if unknown:
+        raise CcmodInputError(f"unknown option(s) for pipit CSV: {', '.join(unknown)}")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError, OSError, UnicodeDecodeError) as exc:
+        raise CcmodInputError(f"cannot parse CSV: {str(exc).splitlines()[0]}",
+                              source=src) from None
+    cols = {c.strip().lower(): c for c in df.columns}
+    tcol = next((c for k, c in cols.items() if k.startswith("timestamp")), None)
+    need = ("event type", "name", "process")
+    if tcol is None or any(k not in cols for k in need):
+        raise CcmodInputError("pipit CSV needs columns Timestamp (ns), Event Type, Name, "
+                              "Process[, Thread, Attributes]", source=src)
+    unit = tcol[tcol.find("(") + 1:tcol.find(")")].strip().lower() if "(" in tcol else "ns"
+    if unit not in _UNITS:
+        raise CcmodInputError(f"unknown timestamp unit '{unit}'", source=src, line=1,
+                              hint="valid: " + ", ".join(_UNITS))
+    ts = pd.to_numeric(df[tcol], errors="coerce").to_numpy(float) * _UNITS[unit]
+    proc = pd.to_numeric(df[cols["process"]], errors="coerce").to_numpy(float)
+    for arr, name in ((ts, "timestamp"), (proc, "process")):
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            raise CcmodInputError(f"bad {name} value", source=src, line=int(bad[0]) + 2)
+    if (proc < 0).any() or (proc != np.round(proc)).any():
+        row = int(np.flatnonzero((proc < 0) | (proc != np.round(proc)))[0]) + 2
+        raise CcmodInputError("process must be a non-negative integer (the MPI rank)",
+                              source=src, line=row)
+    proc = proc.astype(np.int64)
+    present = np.unique(proc)
+    nranks = int(present[-1]) + 1 if present.size else 0
+    if nranks == 0:
+        raise CcmodInputError("no events", source=src)
+    if present.size != nranks:
+        missing = sorted(set(range(nranks)) - set(present.tolist()))[:5]
+        raise CcmodInputError(f"processes must be numbered 0..N-1: missing {missing}",
+                              source=src)
+    etype = df[cols["event type"]].to_numpy(object)
+    names = df[cols["name"]].to_numpy(object)
+    attrs = df[cols["attributes"]].to_numpy(object) if "attributes" in cols else None
+    order = np.lexsort((np.arange(len(ts)), ts, proc))
+    b = WorkloadBuilder(nranks)
+    fid = b.file(src)
+    unsupported = []
+    for r in range(nranks):
+        rows = order[proc[order] == r]
+        _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, compute_scale, unsupported)
+    w = b.build()
+    w.meta.update({"format": "csv", "csv_kind": "pipit", "time_unit": unit,
+                   "notes": ["compute = time between MPI calls of each process"]})
+    return w
+
+
+def _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, scale, unsupported):
+    depth, call, call_row, events = 0, None, 0, []
+    last_leave = None
+    next_req = 0
+    live: dict = {}          # OTF2 request id -> (our req, record index or None)
+    pending_irecv: dict = {}  # our req -> index into the builder columns
+    cols = b._cols
+    for i in rows:
+        row = int(i) + 2
+        et, name, t = etype[i], names[i], ts[i]
+        if et == "Enter" and isinstance(name, str) and name.startswith("MPI_"):
+            if depth == 0:
+                if last_leave is not None and t > last_leave:
+                    b.add(r, OP_COMPUTE, duration_s=(t - last_leave) * scale, line=row,
+                          file_id=fid)
+                call, call_row, events = name, row, []
+            depth += 1
+        elif et == "Leave" and isinstance(name, str) and name.startswith("MPI_"):
+            if depth == 0:
+                raise CcmodInputError(f"Leave of {name} without Enter", source=src, line=row)
+            depth -= 1
+            if depth == 0:
+                next_req = _emit(b, r, call, call_row, events, live, pending_irecv,
+                                 next_req, src, fid, cols)
+                last_leave = t
+        elif et == "Instant" and depth > 0:
+            events.append((name, _attrs(attrs[i], src, row) if attrs is not None else {}, row))
+    if depth:
+        raise CcmodInputError(f"process {r}: {call} never left (truncated trace?)",
+                              source=src, line=call_row)
+    if pending_irecv:
+        raise CcmodInputError(f"process {r}: an MPI_Irecv was never completed, its source "
+                              "is unknown", source=src)
+    if live:
+        b.add(r, OP_WAITALL, line=0, file_id=fid)
+
+
+def _emit(b, r, call, row, events, live, pending_irecv, next_req, src, fid, cols):
+    if call in _COLLECTIVES:
+        raise CcmodInputError(f"collective {call} is not supported in pipit CSV",
+                              source=src, line=row,
+                              hint="read the OTF2 trace the CSV came from instead")
+    if call == "MPI_Barrier":
+        b.add(r, OP_BARRIER, line=row, file_id=fid)
+        return next_req
+    sendrecv = call.startswith("MPI_Sendrecv")
+    waits, completions = [], 0
+    for name, a, erow in events:
+        if name == "MpiSend":
+            dst = _get(a, ("receiver",), src, erow, name)
+            tag = _get(a, ("msg_tag", "tag"), src, erow, name)
+            nb = _get(a, ("msg_length", "length", "size"), src, erow, name)
+            if sendrecv:
+                b.add(r, OP_ISEND, peer=dst, tag=tag, nbytes=nb, req=next_req, line=erow,
+                      file_id=fid)
+                waits.append(next_req)
+                next_req += 1
+            else:
+                b.add(r, OP_SEND, peer=dst, tag=tag, nbytes=nb, line=erow, file_id=fid)
+        elif name == "MpiRecv":
+            s = _get(a, ("sender",), src, erow, name)
+            tag = _get(a, ("msg_tag", "tag"), src, erow, name)
+            nb = _get(a, ("msg_length", "length", "size"), src, erow, name)
+            if sendrecv:
+                b.add(r, OP_IRECV, peer=s, tag=tag, nbytes=nb, req=next_req, line=erow,
+                      file_id=fid)
+                waits.append(next_req)
+                next_req += 1
+            else:
+                b.add(r, OP_RECV, peer=s, tag=tag, nbytes=nb, line=erow, file_id=fid)
+        elif name == "MpiIsend":
+            dst = _get(a, ("receiver",), src, erow, name)
+            tag = _get(a, ("msg_tag", "tag"), src, erow, name)
+            nb = _get(a, ("msg_length", "length", "size"), src, erow, name)
+            rid = _get(a, ("request_id", "request"), src, erow, name)
+            b.add(r, OP_ISEND, peer=dst, tag=tag, nbytes=nb, req=next_req, line=erow,
+                  file_id=fid)
+            live[rid] = next_req
+            next_req += 1
+        elif name == "MpiIrecvRequest":
+            rid = _get(a, ("request_id", "request"), src, erow, name)
+            pending_irecv[next_req] = len(cols["op"])
+            b.add(r, OP_IRECV, peer=0, tag=0, nbytes=-1, req=next_req, line=erow, file_id=fid)
+            live[rid] = next_req
+            next_req += 1
+        elif name in ("MpiIsendComplete", "MpiIrecv"):
+            rid = _get(a, ("request_id", "request"), src, erow, name)
+            req = live.pop(rid, None)
+            if req is None:
+                raise CcmodInputError(f"{name} for unknown request {rid}", source=src,
+                                      line=erow)
+            if name == "MpiIrecv":
+                k = pending_irecv.pop(req, None)
+                if k is not None:
+                    cols["peer"][k] = _get(a, ("sender",), src, erow, name)
+                    cols["tag"][k] = _get(a, ("msg_tag", "tag"), src, erow, name)
+                    cols["nbytes"][k] = _get(a, ("msg_length", "length", "size"), src, erow,
+                                             name)
+            b.add(r, OP_WAIT, req=req, line=erow, file_id=fid)
+            completions += 1
+    for q in waits:
+        b.add(r, OP_WAIT, req=q, line=row, file_id=fid)
+    if call == "MPI_Waitall" and completions == 0 and live:
+        b.add(r, OP_WAITALL, line=row, file_id=fid)
+        live.clear()
+        pending_irecv.clear()
+    return next_req

@@ -1,0 +1,250 @@
+"""Reader for SimGrid time-independent (TI) traces, registered as ``ti``.
+
+Layouts (see docs/trace-formats.md):
+
+* **one file** holding the actions of every rank (``<rank> <action> <args>`` per line;
+  ranks may interleave in any way, each rank's lines keep their file order);
+* a **description file**: every line is the path of one per-rank trace file (SimGrid's
+  ``smpi_replay.txt``); relative paths are looked up next to the description file, then
+  in each parent folder (SimGrid resolves them from the folder it is run in), then in
+  the current folder. The number of listed files is the number of ranks;
+* a **folder**: every TI file in it (natural name order) as if listed in a description;
+* SimGrid ``replay_multiple`` description files (``<instance> <file> <size> <delay>``):
+  instances are placed side by side (ranks offset), see :func:`read_replay_multiple`.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+from ccmod.errors import CcmodInputError
+from workloads.registry import READERS
+from workloads.ti_parse import VALID_ACTIONS, TIParser, looks_untagged
+
+_ACTIONS = frozenset(VALID_ACTIONS)
+_HEAD_BYTES = 1 << 16
+_SYNTAXES = ("auto", "tagged", "untagged")
+
+
+def read_text(path: Path) -> str:
+    """Read a (possibly gzip'd) text file; every failure becomes CcmodInputError."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                text = f.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except UnicodeDecodeError:
+        raise CcmodInputError("not a text file (cannot decode as UTF-8)", source=str(path),
+                              hint="is this a binary trace? try --format") from None
+    except (OSError, EOFError) as exc:
+        raise CcmodInputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    if "\x00" in text:
+        raise CcmodInputError("not a text file (contains NUL bytes)", source=str(path),
+                              hint="is this a binary trace? try --format")
+    return text
+
+
+def _head_lines(path: Path, nbytes: int = _HEAD_BYTES) -> list[str]:
+    """First lines of a file for sniffing (no error: unreadable -> [])."""
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as f:
+            data = f.read(nbytes)
+    except (OSError, EOFError):
+        return []
+    if b"\x00" in data:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    if len(data) == nbytes and lines:
+        lines = lines[:-1]  # the last one may be cut
+    return lines
+
+
+def _first_tokens(lines) -> tuple[list[str], int]:
+    for ln, raw in enumerate(lines, 1):
+        raw = raw.split("#", 1)[0]
+        toks = raw.split()
+        if toks:
+            return toks, ln
+    return [], 0
+
+
+def _is_action_line(toks) -> bool:
+    return len(toks) >= 2 and toks[0].isdigit() and toks[1] in _ACTIONS
+
+
+def _looks_like_ti(lines, path: Path) -> bool:
+    """Lenient sniff: '<int> <word> ...' lines and a .ti name, or a known action soon after."""
+    sig = [t for t in (raw.split("#", 1)[0].split() for raw in lines[:200]) if t][:20]
+    if not sig or not all(len(t) >= 2 and t[0].isdigit() and t[1][:1].isalpha() for t in sig):
+        return False
+    name = path.name.lower()
+    return name.endswith((".ti", ".ti.gz")) or any(t[1] in _ACTIONS for t in sig)
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+        return True
+    except ValueError:
+        return False
+
+
+def resolve_listed(desc: Path, entry: str) -> Path | None:
+    """Find a trace file named in description file ``desc`` (see module doc)."""
+    p = Path(entry)
+    if p.is_absolute():
+        return p if p.is_file() else None
+    base = desc.resolve().parent
+    for folder in (base, *base.parents, Path.cwd()):
+        cand = folder / p
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _natural_key(p: Path):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.name)]
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """TI action files of a folder, in natural name order (rank 2 before rank 10)."""
+    try:
+        entries = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+    except OSError as exc:
+        raise CcmodInputError(f"cannot list folder: {exc.strerror or exc}",
+                              source=str(folder)) from None
+    files = [p for p in entries if _is_action_line(_first_tokens(_head_lines(p, 4096))[0])]
+    return sorted(files, key=_natural_key)
+
+
+class TIReader:
+    """SimGrid time-independent trace: one file, per-rank files + description, or a folder."""
+
+    name = "ti"
+    description = ("SimGrid time-independent (TI) trace: one file, per-rank files listed in "
+                   "a description file, or a folder of per-rank files")
+    extensions = (".ti", ".txt", ".ti.gz", ".txt.gz")
+
+    def sniff(self, path) -> bool:
+        path = Path(path)
+        if path.is_dir():
+            try:
+                return bool(folder_files(path))
+            except CcmodInputError:
+                return False
+        head = _head_lines(path)
+        toks, _ = _first_tokens(head)
+        if _is_action_line(toks):
+            return True
+        if _looks_like_ti(head, path):
+            return True  # a typo on the first line: let the reader report it with its line
+        if len(toks) == 1:
+            listed = resolve_listed(path, toks[0])
+            return listed is not None and _is_action_line(_first_tokens(_head_lines(listed))[0])
+        if len(toks) == 4 and _is_number(toks[2]) and _is_number(toks[3]):
+            return resolve_listed(path, toks[1]) is not None
+        return False
+
+    def read(self, path, *, compute_rate: float = 1e9, compute_scale: float = 1.0,
+             collectives: dict | None = None, syntax: str = "auto",
+             elem_bytes: int | None = None, **unknown):
+        """Read a TI trace into a :class:`~workloads.base.Workload`.
+
+        Parameters
+        ----------
+        path : str or Path
+            Trace file, description file or folder.
+        compute_rate : float
+            flop/s: ``compute <flops>`` lasts ``flops / compute_rate`` seconds.
+        compute_scale : float
+            Multiplies every compute and sleep duration.
+        collectives : dict, optional
+            Collective kind -> algorithm (see ``workloads.collectives``).
+        syntax : {"auto", "tagged", "untagged"}
+            How to read a 3-argument ``send``/``recv`` (``<peer> <tag> <count>`` in current
+            SimGrid, ``<peer> <count> <dtype>`` in old traces). ``auto``: old if the file
+            uses old action names (Isend, allReduce, ...) or the tag is not an integer.
+        elem_bytes : int, optional
+            Element size for counts without a datatype (default: 8 bytes after
+            ``init <x>``, 1 byte after a bare ``init``, as SimGrid).
+        """
+        if unknown:
+            raise CcmodInputError(f"unknown option(s) for format 'ti': {', '.join(unknown)}",
+                                  hint="valid: syntax, elem_bytes")
+        if syntax not in _SYNTAXES:
+            raise CcmodInputError(f"bad syntax '{syntax}'", source="syntax",
+                                  hint="valid: " + ", ".join(_SYNTAXES))
+        if elem_bytes is not None:
+            try:
+                elem_bytes = int(elem_bytes)
+            except (TypeError, ValueError):
+                elem_bytes = -1
+            if elem_bytes <= 0:
+                raise CcmodInputError("elem_bytes must be a positive integer",
+                                      source="elem_bytes")
+        opts = dict(compute_rate=compute_rate, compute_scale=compute_scale,
+                    collectives=collectives, syntax=syntax, elem_bytes=elem_bytes)
+        path = Path(path)
+        if path.is_dir():
+            files = folder_files(path)
+            if not files:
+                raise CcmodInputError("folder holds no TI trace file", source=str(path),
+                                      hint="TI lines look like '0 compute 1e6'")
+            return self._read_files(files, len(files), "folder", str(path), opts)
+        text = read_text(path)
+        lines = text.splitlines()
+        toks, ln = _first_tokens(lines)
+        if len(toks) == 1 and not (toks[0].isdigit() and resolve_listed(path, toks[0]) is None):
+            files = self._listed(path, lines)
+            return self._read_files(files, len(files), "description", str(path), opts)
+        if len(toks) == 4 and _is_number(toks[2]) and _is_number(toks[3]) \
+                and not _is_action_line(toks):
+            from workloads.ti_multi import read_replay_multiple
+            return read_replay_multiple(self, path, lines, opts)
+        p = TIParser(None, **_parser_opts(opts))
+        p.feed(lines, str(path), untagged=looks_untagged(text))
+        w = p.finish(str(path))
+        w.meta["layout"] = "one-file"
+        return w
+
+    def _listed(self, desc: Path, lines) -> list[Path]:
+        files = []
+        for ln, raw in enumerate(lines, 1):
+            toks = raw.split("#", 1)[0].split()
+            if not toks:
+                continue
+            if len(toks) != 1:
+                raise CcmodInputError("a description file lists one trace file per line",
+                                      source=str(desc), line=ln,
+                                      hint="line i is the path of rank i's TI file")
+            found = resolve_listed(desc, toks[0])
+            if found is None:
+                raise CcmodInputError(f"listed trace file '{toks[0]}' not found",
+                                      source=str(desc), line=ln,
+                                      hint="paths are relative to the description file's "
+                                           "folder (or a parent folder)")
+            files.append(found)
+        return files
+
+    def _read_files(self, files, nranks, layout, what, opts):
+        p = TIParser(nranks, **_parser_opts(opts))
+        for f in files:
+            text = read_text(f)
+            p.feed(text.splitlines(), str(f), untagged=looks_untagged(text))
+        w = p.finish(what)
+        w.meta["layout"] = layout
+        w.meta["source"] = what
+        return w
+
+
+def _parser_opts(opts: dict) -> dict:
+    return {k: opts[k] for k in ("compute_rate", "compute_scale", "collectives", "syntax",
+                                 "elem_bytes")}
+
+
+READERS.add("ti", TIReader, TIReader.description)
