@@ -23,7 +23,6 @@ sys.path.insert(0, str(ROOT))
 from ccmod.errors import CcmodError  # noqa: E402
 from netsys.fit_report import fit_files, pair_summary  # noqa: E402
 from netsys.fit_text import fmt_bw, fmt_time  # noqa: E402
-from netsys.pingpong import ReadOptions  # noqa: E402
 
 
 def seg_cell(model) -> str:

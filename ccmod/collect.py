@@ -47,7 +47,9 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
                      dtype=object)
     messages = pd.DataFrame({
         "msg_id": np.arange(M, dtype=np.int64), "src": msgs.src, "dst": msgs.dst,
-        "tag": msgs.tag, "nbytes": msgs.nbytes, "t_post_s": t_post, "t_start_s": t_start,
+        "tag": msgs.tag, "nbytes": msgs.nbytes, "t_post_s": t_post,
+        "t_post_send_s": np.asarray(engine.t_post_send, float),
+        "t_post_recv_s": np.asarray(engine.t_post_recv, float), "t_start_s": t_start,
         "t_end_s": t_end, "quiet_s": msgs.quiet_s, "slowdown": slowdown,
         "bottleneck": bott, "bottleneck_name": names[np.where(bott >= 0, bott, -1)],
         "hops": msgs.hops})
@@ -57,7 +59,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "rank": np.arange(w.nranks), "node": node_of_rank[: w.nranks],
         "finish_s": np.asarray(engine.finish_s, float),
         "compute_s": st[:, 0], "send_s": st[:, 1], "recv_s": st[:, 2], "wait_s": st[:, 3],
-        "barrier_s": st[:, 4]})
+        "barrier_s": st[:, 4], "handler_s": np.asarray(engine.handler_s, float)})
     # per-resource summary: messages and bytes from routes, contention from the change log
     k = engine.kernel
     nres = network.nresources

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads.base import OP_IRECV, OP_ISEND, OP_NAMES, OP_RECV, OP_SEND, Workload
+from workloads.base import (OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_NAMES, OP_RECV, OP_SEND,
+                            Workload)
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Messages:
     flow_cap_Bps: np.ndarray  # float64[M] per-flow rate cap for max-min (inf = none)
     intra: np.ndarray       # bool[M] both ranks on the same node (no network link)
     hops: np.ndarray        # int32[M]
+    kind: np.ndarray        # int8[M] 0 point-to-point, 1 active-message request, 2 its reply
+    handler_s: np.ndarray   # float64[M] handler time run on arrival (active messages)
 
 
 def _rank_of_records(w: Workload) -> np.ndarray:
@@ -125,13 +128,28 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     """Match messages, then attach routes and quiet costs (vectorised)."""
     send_rec, recv_rec = match_messages(w)
     rank = _rank_of_records(w)
-    M = len(send_rec)
-    src = rank[send_rec].astype(np.int32)
-    dst = w.peer[send_rec].astype(np.int32)
-    nbytes = w.nbytes[send_rec].astype(np.int64)
+    M0 = len(send_rec)
+    # active messages (LoPC request/reply): a request and its reply per record, appended
+    am = np.flatnonzero(w.op == OP_AMREQUEST)
+    bad = am[(w.peer[am] < 0) | (w.peer[am] >= w.nranks) | (w.peer[am] == rank[am])]
+    if bad.size:
+        raise _err(w, int(bad[0]), f"active-message request to rank {int(w.peer[bad[0]])}, but "
+                                   f"the trace has ranks 0..{w.nranks - 1} (and not itself)")
+    A = len(am)
+    inter = lambda a, b: np.stack([a, b], 1).reshape(-1)  # noqa: E731 - request, reply pairs
+    src = np.concatenate([rank[send_rec], inter(rank[am], w.peer[am])]).astype(np.int32)
+    dst = np.concatenate([w.peer[send_rec], inter(w.peer[am], rank[am])]).astype(np.int32)
+    nbytes = np.concatenate([w.nbytes[send_rec], np.repeat(w.nbytes[am], 2)]).astype(np.int64)
+    tag = np.concatenate([w.tag[send_rec], np.zeros(2 * A, np.int32)]).astype(np.int32)
+    kind = np.concatenate([np.zeros(M0, np.int8), np.tile(np.array([1, 2], np.int8), A)])
+    handler_s = np.concatenate([np.zeros(M0), np.repeat(w.duration_s[am], 2)])
+    send_rec = np.concatenate([send_rec, np.repeat(am, 2)])
+    recv_rec = np.concatenate([recv_rec, np.repeat(am, 2)])
+    M = M0 + 2 * A
     rec_msg = np.full(w.nrecords, -1, np.int64)
-    rec_msg[send_rec] = np.arange(M)
-    rec_msg[recv_rec] = np.arange(M)
+    rec_msg[send_rec[:M0]] = np.arange(M0)
+    rec_msg[recv_rec[:M0]] = np.arange(M0)
+    rec_msg[am] = M0 + 2 * np.arange(A)
     sn = node_of_rank[src].astype(np.int64)
     dn = node_of_rank[dst].astype(np.int64)
     intra = sn == dn
@@ -163,7 +181,7 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     bad = np.flatnonzero(~np.isfinite(quiet) | (quiet < 0))
     if bad.size:
         raise _err(w, int(send_rec[bad[0]]), "the cost model gives no finite time for this message")
-    return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst,
-                    tag=w.tag[send_rec].astype(np.int32), nbytes=nbytes, rec_msg=rec_msg,
-                    route_ptr=route_ptr, route_res=route_res, quiet_s=quiet, latency_s=latency,
-                    flow_cap_Bps=cap, intra=intra, hops=hops.astype(np.int32))
+    return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst, tag=tag,
+                    nbytes=nbytes, rec_msg=rec_msg, route_ptr=route_ptr, route_res=route_res,
+                    quiet_s=quiet, latency_s=latency, flow_cap_Bps=cap, intra=intra,
+                    hops=hops.astype(np.int32), kind=kind, handler_s=handler_s)

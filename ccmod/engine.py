@@ -21,10 +21,11 @@ from collections import deque
 import numpy as np
 
 from ccmod.errors import CcmodInputError, DeadlockError
+from ccmod.handlers import EV_HANDLER_END, EV_RESUME, HandlerMixin
 from ccmod.kernel import CcmodSharing, MaxMinSharing
 from outputs.base import STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT
-from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
-                            OP_WAIT, OP_WAITALL)
+from workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
+                            OP_SEND, OP_WAIT, OP_WAITALL)
 
 SEND_MODES = ("rendezvous", "eager", "detached")
 SHARINGS = ("ccmod", "maxmin")
@@ -32,7 +33,7 @@ _EV_COMPUTE, _EV_MSG_END, _EV_LAT_END = 0, 1, 2
 INF = float("inf")
 
 
-class Engine:
+class Engine(HandlerMixin):
     """Evaluate one workload on one network.
 
     Parameters
@@ -80,6 +81,10 @@ class Engine:
         self.block_state = [-1] * n
         self.t_block = [0.0] * n
         self.finish_s = [INF] * n
+        self.comp_end = [INF] * n
+        self.comp_start = [0.0] * n
+        self.comp_ver = [0] * n
+        self._init_handlers(n)
         self.state_s = np.zeros((n, 5))
         self.outstanding: list[dict] = [dict() for _ in range(n)]
         self.barrier_waiting: list[int] = []
@@ -98,6 +103,7 @@ class Engine:
         self._quiet = msgs.quiet_s.tolist()
         self._intra = msgs.intra.tolist()
         self._rptr = msgs.route_ptr.tolist()
+        self._kind = msgs.kind.tolist()
 
     # -- bookkeeping --------------------------------------------------------------------
     def _sig(self, t, name, *args):
@@ -155,6 +161,9 @@ class Engine:
     def _done(self, m, t):
         self.t_end[m] = t
         self._sig(t, "MSGEND", m)
+        if self._kind[m]:
+            self._am_arrived(m, t)
+            return
         for r in (self.send_waiter[m], self.recv_waiter[m] if self.t_post_recv[m] < INF else -1):
             if r >= 0:
                 self.pending[r] -= 1
@@ -184,8 +193,9 @@ class Engine:
                 d = self._dur[pc]
                 pc += 1
                 if d > 0.0:
-                    self._interval(r, STATE_COMPUTE, t, t + d)
-                    self._push(t + d, _EV_COMPUTE, r)
+                    self.comp_start[r] = t
+                    self.comp_end[r] = t + d
+                    self._push(t + d, _EV_COMPUTE, (r, self.comp_ver[r]))
                     self.block_state[r] = -2
                     break
             elif o == OP_SEND or o == OP_ISEND:
@@ -230,6 +240,10 @@ class Engine:
                 if self.pending[r] > 0:
                     self._block(r, STATE_WAIT, t)
                     break
+            elif o == OP_AMREQUEST:
+                pc += 1
+                self._am_request(r, self._rec_msg[pc - 1], t)
+                break
             elif o == OP_BARRIER:
                 pc += 1
                 self.barrier_waiting.append(r)
@@ -253,6 +267,8 @@ class Engine:
             self._sig(t, "UPPR_END", r)
 
     def _resume(self, r, t):
+        if self._busy_until(r, t):
+            return
         s = self.block_state[r]
         if s >= 0:
             self._interval(r, s, self.t_block[r], t)
@@ -288,12 +304,19 @@ class Engine:
             else:
                 _, _, kind, x = heapq.heappop(heap)
                 if kind == _EV_COMPUTE:
-                    self.block_state[x] = -1
-                    self._advance(x, t)
+                    r, ver = x
+                    if ver == self.comp_ver[r]:   # else: extended by a handler
+                        self._interval(r, STATE_COMPUTE, self.comp_start[r], t)
+                        self.block_state[r] = -1
+                        self._advance(r, t)
                 elif kind == _EV_MSG_END:
                     self._done(x, t)
-                else:
+                elif kind == _EV_LAT_END:
                     self._flow_start(x, t)
+                elif kind == EV_HANDLER_END:
+                    self._handler_end(x, t)
+                else:  # EV_RESUME
+                    self._resume(x, t)
             self._drain(t)
             if self.progress is not None and self.events % 8192 == 0:
                 self.progress(self.records_done)

@@ -19,9 +19,12 @@ class RunResult:
         Finish time of each rank.
     ranks : DataFrame
         One row per rank: rank, node, finish_s, compute_s, send_s, recv_s, wait_s,
-        barrier_s (time spent in each state; blocked states count as communication/wait).
+        barrier_s (time spent in each state; blocked states count as communication/wait),
+        handler_s (active-message handler time run on the rank; it interrupts compute, so
+        it is also inside compute_s when it fell in a compute interval).
     messages : DataFrame
-        One row per message: msg_id, src, dst, tag, nbytes, t_post_s, t_start_s, t_end_s,
+        One row per message: msg_id, src, dst, tag, nbytes, t_post_s (first side posted),
+        t_post_send_s, t_post_recv_s, t_start_s, t_end_s,
         quiet_s, slowdown (actual transfer time / quiet time), bottleneck (resource id),
         bottleneck_name, hops.
     links : DataFrame

@@ -11,7 +11,7 @@ JSON model file (``--cost FILE``, written by ``ccmod fit``)::
       "kind": "piecewise-linear",
       "segments": [                       # sorted by min_bytes, contiguous, first starts at 0
         {"min_bytes": 0,    "latency_s": 5.1e-6, "bandwidth_Bps": 9.0e7},
-        {"min_bytes": 2020, "latency_s": 2.0e-5, "bandwidth_Bps": 1.2e8}
+        {"min_bytes": 2021, "latency_s": 2.0e-5, "bandwidth_Bps": 1.2e8}
       ],
       "ref_hops": 2,                      # links on the measured path (node->switch->node)
       "per_hop_latency_s": 1e-7,          # added per link beyond ref_hops (or removed below)

@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from ccmod.errors import CcmodInputError
 from netsys.cost import PiecewiseLinearCost
 from netsys.fit_math import (SizeStats, choose_segments, fixed_segments, joint_monotone_fit,
-                             loo_predictions, segment_solve)
+                             loo_predictions)
 
 #: iteratively reweighted least squares rounds at most (usually 3-8 are needed)
 MAX_IRLS = 15
@@ -433,4 +433,4 @@ def _as_sizes(X, whole: bool = False) -> np.ndarray:
     return x
 
 
-__all__ = ["PiecewiseLinearFit", "segment_solve"]
+__all__ = ["PiecewiseLinearFit"]

@@ -23,7 +23,7 @@ STATE_NAMES = ("compute", "send", "recv", "wait", "barrier")
 
 #: evaluation signals, named after the article's otrace_sig (Listing Five)
 SIGNALS = ("CONFIG", "GO_INIT", "NEWPROC", "NEWSCOM", "MSGSTART", "COMMCOST", "SYSCONT",
-           "MSGCONT", "EVENTHORIZON", "UPPR_PROC", "UPPR_SCOM", "MSGEND", "GO_END")
+           "MSGCONT", "EVENTHORIZON", "UPPR_PROC", "UPPR_SCOM", "UPPR_END", "MSGEND", "GO_END")
 
 
 @dataclass

@@ -190,7 +190,8 @@ def _write_prv(fh, layout: _Layout, s: dict, m: dict, nranks: int, t_end: float)
     src, dst = m["src"], m["dst"]
     ok = (src >= 0) & (src < nranks) & (dst >= 0) & (dst < nranks)
     src, dst = src[ok], dst[ok]
-    post = seconds_to_ns(m["t_post_s"][ok])
+    # logical send = when the send was issued (the engine gives it; else the first post)
+    post = seconds_to_ns((m["t_post_send_s"] if "t_post_send_s" in m else m["t_post_s"])[ok])
     start = np.maximum(seconds_to_ns(m["t_start_s"][ok]), post)
     end = np.maximum(seconds_to_ns(m["t_end_s"][ok]), start)
     size = np.maximum(m["nbytes"][ok], 0)

@@ -196,3 +196,30 @@ def test_myrinet16_article_check():
     r = run(b.build(), "myrinet16")
     assert r.messages.quiet_s.tolist() == pytest.approx([48.9e-6] * 2)
     assert r.messages.t_end_s.tolist() == pytest.approx([97.8e-6] * 2)
+
+
+# -- LoPC processor model: active-message handlers interrupt compute --------------------
+
+def test_active_message_round_trip_on_idle_server():
+    b = WorkloadBuilder(2)
+    b.amrequest(0, 1, 100, handler_s=1e-3)
+    r = run(b.build(), STAR)
+    tq = 2 * LAT + 100 / BW
+    # request wire, server handler, reply wire, reply handler at the requester
+    assert r.rank_finish_s[0] == pytest.approx(2 * tq + 2e-3)
+    assert r.ranks.handler_s.tolist() == pytest.approx([1e-3, 1e-3])
+    assert r.messages_count == 2
+
+
+def test_handler_interrupts_compute_and_queues_fifo():
+    b = WorkloadBuilder(3)
+    b.compute(2, 1.0)               # the server computes while two requests arrive
+    b.amrequest(0, 2, 0, handler_s=0.1)      # 0-byte messages: latency only, nothing shared
+    b.amrequest(1, 2, 0, handler_s=0.1)
+    r = run(b.build(), STAR, sharing="maxmin")
+    tq = 2 * LAT
+    # both arrive at tq; handlers run back to back (FIFO), the compute ends 0.2 s later
+    assert r.rank_finish_s[2] == pytest.approx(1.2)
+    first, second = sorted(r.rank_finish_s[:2])
+    assert first == pytest.approx(tq + 0.1 + tq + 0.1)
+    assert second == pytest.approx(tq + 0.2 + tq + 0.1)

@@ -16,6 +16,10 @@ OP_IRECV       4      non-blocking recv; ``req`` = request id; ``nbytes`` may be
 OP_WAIT        5      wait for request ``req`` of this rank
 OP_WAITALL     6      wait for every outstanding request of this rank
 OP_BARRIER     7      barrier over all ranks (a pure synchronisation point)
+OP_AMREQUEST   8      active-message request/reply (LoPC): send ``nbytes`` to ``peer``;
+                      its processor runs a handler of ``duration_s`` seconds (interrupting
+                      its compute) and replies with ``nbytes``; the reply's handler runs
+                      ``duration_s`` here; the rank blocks until then
 =============  =====  =====================================================================
 
 Matching is per ordered channel ``(src, dst, tag)`` in FIFO order (MPI non-overtaking,
@@ -28,8 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-OP_COMPUTE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV, OP_WAIT, OP_WAITALL, OP_BARRIER = range(8)
-OP_NAMES = ("compute", "send", "recv", "isend", "irecv", "wait", "waitall", "barrier")
+(OP_COMPUTE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV, OP_WAIT, OP_WAITALL, OP_BARRIER,
+ OP_AMREQUEST) = range(9)
+OP_NAMES = ("compute", "send", "recv", "isend", "irecv", "wait", "waitall", "barrier",
+            "amrequest")
 #: op codes that post a message send / a message receive
 SEND_OPS = (OP_SEND, OP_ISEND)
 RECV_OPS = (OP_RECV, OP_IRECV)
@@ -148,6 +154,9 @@ class WorkloadBuilder:
 
     def barrier(self, rank, **kw):
         self.add(rank, OP_BARRIER, **kw)
+
+    def amrequest(self, rank, dst, nbytes, handler_s, **kw):
+        self.add(rank, OP_AMREQUEST, peer=dst, nbytes=int(nbytes), duration_s=float(handler_s), **kw)
 
     def build(self) -> Workload:
         c = self._cols

@@ -20,6 +20,8 @@ from collections import deque
 
 import numpy as np
 
+from ccmod.errors import CcmodInputError
+
 from workloads.base import Workload, WorkloadBuilder
 from workloads.gen_common import Reqs, check_nonneg, check_ranks, draw, finish, need, pick_other
 
@@ -176,8 +178,14 @@ def workpile(nranks: int = 32, servers: int = 4, chunks: int = 20, work_s: float
 def reqreply(nranks: int = 32, requests: int = 20, work_s: float = 1e-4, handler_s: float = 1e-5,
              request_bytes: int = 16, reply_bytes: int = 16, work_dist: str = "exponential",
              handler_dist: str = "exponential", imbalance: float = 1.0, hot_rank: int = 0,
-             seed: int = 0) -> Workload:
+             model: str = "static", seed: int = 0) -> Workload:
     """LoPC homogeneous all-to-all request/reply (Frank et al. 1997, ch. 5).
+
+    ``model="static"`` writes the servers' side as ordinary recv/compute/send records in a
+    fixed order (any MPI replayer can run it); ``model="am"`` writes one active-message
+    request per cycle (``OP_AMREQUEST``), whose handlers the engine runs on arrival,
+    interrupting compute, as LoPC assumes (then request and reply handlers of one cycle
+    take the same drawn time, and request and reply have ``request_bytes``).
 
     Every rank's thread ``requests`` times computes W (mean ``work_s``), sends a request to
     a uniformly random other rank and waits for the reply; the target's request handler
@@ -198,12 +206,21 @@ def reqreply(nranks: int = 32, requests: int = 20, work_s: float = 1e-4, handler
     cycles = {r: [(work[r, j], int(dst[r, j]), so[r, j, 0], request_bytes, reply_bytes,
                    so[r, j, 1]) for j in range(requests)] for r in range(nranks)}
     b = WorkloadBuilder(nranks)
-    _request_reply(b, nranks, cycles, work_first=True)
+    if model == "am":
+        for r in range(nranks):
+            for j in range(requests):
+                b.compute(r, work[r, j])
+                b.amrequest(r, int(dst[r, j]), request_bytes, so[r, j, 0])
+    elif model == "static":
+        _request_reply(b, nranks, cycles, work_first=True)
+    else:
+        raise CcmodInputError(f"reqreply: model must be 'static' or 'am', not '{model}'",
+                              source="generate")
     return finish(b, g, dict(nranks=nranks, requests=requests, work_s=work_s,
                              handler_s=handler_s, request_bytes=request_bytes,
                              reply_bytes=reply_bytes, work_dist=work_dist,
                              handler_dist=handler_dist, imbalance=imbalance,
-                             hot_rank=hot_rank), seed)
+                             hot_rank=hot_rank, model=model), seed)
 
 
 def snakes(nranks: int = 64, snakes: int = 5, hops: int = 20, nbytes: int = 12,

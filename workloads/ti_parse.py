@@ -14,8 +14,8 @@ import itertools
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
-                            OP_WAIT, OP_WAITALL, WorkloadBuilder)
+from workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
+                            OP_SEND, OP_WAIT, OP_WAITALL, WorkloadBuilder)
 from workloads.ti_colls import (COLL_ALIASES, COLL_USAGE, DTYPE_BYTES, KIND, ArgError, count,
                                 get_expand, integer, parse as parse_coll)
 
@@ -35,6 +35,7 @@ P2P_USAGE = {
     "barrier": "barrier",
     "compute": "compute <flops>",
     "sleep": "sleep <seconds>",
+    "amrequest": "amrequest <dst> <bytes> <handler_flops>  (ccmod extension: LoPC active message)",
     "init": "init [<anything>: sizes in MPI_DOUBLE (8 bytes) instead of bytes]",
     "finalize": "finalize",
     "comm_size": "comm_size <n>",
@@ -366,6 +367,18 @@ class TIParser:
             if len(parts) >= 5:
                 st.tested.add((self._peer(parts[2]), self._peer(parts[3]),
                                self._tag(parts[4])))
+            return
+        if act == "amrequest":
+            # ccmod extension: blocking active-message request/reply (handlers interrupt
+            # compute on the target; see ccmod/handlers.py); handler cost in flops
+            if len(parts) < 5:
+                raise ArgError("amrequest needs <dst> <bytes> <handler_flops>")
+            dst = self._peer(parts[2])
+            nb = count(parts[3], "bytes")
+            h = count(parts[4], "handler flops")
+            self.b.add(r, OP_AMREQUEST, peer=dst, nbytes=int(nb),
+                       duration_s=h / self.compute_rate * self.compute_scale, line=ln,
+                       file_id=fid)
             return
         if act == "sleep":
             v = count(parts[2], "seconds")

@@ -25,8 +25,8 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.io import atomic_path
-from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
-                            OP_WAIT, OP_WAITALL, Workload)
+from workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
+                            OP_SEND, OP_WAIT, OP_WAITALL, Workload)
 
 
 def _recv_sizes(w: Workload) -> np.ndarray:
@@ -86,6 +86,8 @@ def ti_lines(w: Workload, compute_rate: float = 1e9):
                 yield f"{r} waitall"
             elif o == OP_BARRIER:
                 yield f"{r} barrier"
+            elif o == OP_AMREQUEST:
+                yield f"{r} amrequest {peer[i]} {w.nbytes[i]} {float(dur[i]) * compute_rate!r}"
         if reqkey:  # TI replays need every request completed before finalize
             yield f"{r} waitall"
         yield f"{r} finalize"

@@ -252,15 +252,19 @@ def solve(demands, population, think_time=0.0, servers=None, method="exact") -> 
     D, N, Z, m, multiclass = _inputs(demands, population, think_time, servers, method)
     Dq = D / m[None, :]
     Dd = D - Dq
-    if method == "exact":
-        if len(N) == 1:
-            X, R, it = _exact_single(Dq[0], Dd[0], N[0], float(Z[0]))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # checked below
+        if method == "exact":
+            if len(N) == 1:
+                X, R, it = _exact_single(Dq[0], Dd[0], N[0], float(Z[0]))
+            else:
+                X, R, it = _exact_multi(Dq, Dd, N, Z)
         else:
-            X, R, it = _exact_multi(Dq, Dd, N, Z)
-    else:
-        X, R, it = _approx(Dq, Dd, N, Z, method)
+            X, R, it = _approx(Dq, Dd, N, Z, method)
     X = np.asarray(X, dtype=float)
     R = np.asarray(R, dtype=float)
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(R))):
+        raise CcmodInputError("demands and think times are too small: the throughput "
+                              "overflows", hint="express times in a larger unit")
     Nf = np.array(N, dtype=float)
     cycle = np.where(X > 0, Nf / np.where(X > 0, X, 1.0), Z + R.sum(axis=1))
     Q = X[:, None] * R
