@@ -57,7 +57,7 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 
 
 def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rendezvous",
-        compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
+        eager_limit_bytes: int = 0, compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
         background: float = 0.0, mapping: str | None = None, fmt: str = "auto",
         collectives=None, intra_latency_s: float = INTRA_LATENCY_S,
         intra_bandwidth_Bps: float = INTRA_BANDWIDTH_BPS, sinks=(), out_dir=None,
@@ -73,6 +73,8 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     sharing : {"ccmod", "maxmin"}
         How active messages share links (article's bandwidth availability, or max-min fair).
     send_mode : {"rendezvous", "eager", "detached"}
+    eager_limit_bytes : int
+        With rendezvous, messages of at most this many bytes go eagerly (0 = none).
     compute_rate : float
         flop/s used to turn traced flops into seconds (formats that count flops).
     compute_scale : float
@@ -105,6 +107,9 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     if send_mode not in SEND_MODES:
         raise CcmodInputError(f"unknown send mode '{send_mode}'", source="--send-mode",
                               hint="valid: " + ", ".join(SEND_MODES))
+    if not (eager_limit_bytes >= 0):
+        raise CcmodInputError(f"eager limit must be >= 0 bytes, got {eager_limit_bytes}",
+                              source="--eager-limit")
     if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
         raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
                               source="--intra")
@@ -124,7 +129,8 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
-    options = {"sharing": sharing, "send_mode": send_mode, "compute_rate": compute_rate,
+    options = {"sharing": sharing, "send_mode": send_mode,
+               "eager_limit_bytes": int(eager_limit_bytes), "compute_rate": compute_rate,
                "compute_scale": compute_scale, "background": float(background),
                "mapping": mapping, "cost": None if cost is None else str(cost),
                "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
@@ -137,7 +143,7 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
             s.open(ctx)
     cap = net.capacity_Bps.reshape(-1)
     eng = Engine(w, msgs, net.nresources, cap, net.background_flat(), sharing=sharing,
-                 send_mode=send_mode, record=record,
+                 send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes), record=record,
                  signals=any(getattr(s, "wants_signals", False) for s in sink_objs),
                  progress=progress)
     makespan = eng.run()

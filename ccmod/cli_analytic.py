@@ -5,13 +5,14 @@ text summary or (``--json``) one JSON object.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from ccmod.cli_util import (COMPUTE_RATE_OPT, COST_OPT, FORMAT_OPT, JSON_OPT, MAP_OPT,
+                            NETWORK_OPT, SEND_MODE_OPT, emit)
 from ccmod.errors import CcmodInputError
 
 
@@ -38,26 +39,6 @@ def _matrix(text: str, option: str) -> list[list[float]] | list[float]:
     return mat
 
 
-def _emit(data: dict, json_: bool, lines: list[str]) -> None:
-    if json_:
-        typer.echo(json.dumps(data, default=_jsonable))
-    else:
-        for line in lines:
-            typer.echo(line)
-
-
-def _jsonable(x):
-    try:
-        import numpy as np
-        if isinstance(x, np.ndarray):
-            return x.tolist()
-        if isinstance(x, np.generic):
-            return x.item()
-    except ImportError:  # pragma: no cover
-        pass
-    raise TypeError(f"not JSON serialisable: {type(x)}")
-
-
 def _g(x) -> str:
     return f"{x:.6g}"
 
@@ -78,7 +59,7 @@ def register(app: typer.Typer) -> None:
         protocol_processor: bool = typer.Option(False, "--protocol-processor",
                                                 help="Handlers do not interrupt computation."),
         n: Optional[float] = typer.Option(None, "--n", help="Requests per node: also print n R."),
-        json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        json_: bool = JSON_OPT,
     ):
         """Cycle time and contention of homogeneous all-to-all request/reply (eqs. 4.1, 5.1-5.12)."""
         from ccmod.analytic import lopc
@@ -99,7 +80,7 @@ def register(app: typer.Typer) -> None:
                  f"bounds (5.12)     {_g(lo)} < R* < {_g(hi)}  (for Co2 = 0)"]
         if n is not None:
             lines.append(f"run time n R      {_g(r.runtime(n))}")
-        _emit(d, json_, lines)
+        emit(d, json_, lines)
 
     @lopc_app.command("client-server")
     def lopc_client_server(
@@ -109,7 +90,7 @@ def register(app: typer.Typer) -> None:
         Sl: float = typer.Option(..., "--Sl", help="Network latency."),
         Ps: Optional[float] = typer.Option(None, "--Ps", help="Servers (default: the optimum)."),
         Co2: float = typer.Option(1.0, "--Co2", help="Handler time squared coeff. of variation."),
-        json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        json_: bool = JSON_OPT,
     ):
         """Work-pile throughput for Ps servers and the optimal server count (eqs. 6.1-6.8)."""
         from ccmod.analytic import lopc
@@ -127,7 +108,7 @@ def register(app: typer.Typer) -> None:
                  f"client cycle R    {_g(r.R)}",
                  f"server Rs={_g(r.Rs)} Qs={_g(r.Qs)} Us={_g(r.Us)}",
                  f"optimal servers   {_g(opt)} (eq. 6.8); best integer {best}"]
-        _emit(d, json_, lines)
+        emit(d, json_, lines)
 
     @app.command("mva")
     def mva_cmd(
@@ -138,7 +119,7 @@ def register(app: typer.Typer) -> None:
         think: Optional[str] = typer.Option(None, "--think", help="Think time (per class)."),
         servers: Optional[str] = typer.Option(None, "--servers", help="Servers per station."),
         method: str = typer.Option("exact", "--method", help="exact, schweitzer or bard."),
-        json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        json_: bool = JSON_OPT,
     ):
         """Mean value analysis of a closed queueing network."""
         from ccmod.analytic import mva
@@ -160,7 +141,7 @@ def register(app: typer.Typer) -> None:
                  f"residence time    {_fmt(r.residence_time)}",
                  f"queue length      {_fmt(r.queue_length)}",
                  f"utilization       {_fmt(r.utilization)}"]
-        _emit(d, json_, lines)
+        emit(d, json_, lines)
 
     @app.command("overflow")
     def overflow_cmd(
@@ -168,7 +149,7 @@ def register(app: typer.Typer) -> None:
         K: int = typer.Option(..., "--K", help="Messages in the machine (customers)."),
         Q: int = typer.Option(..., "--Q", help="Queue capacity in messages."),
         B: Optional[float] = typer.Option(None, "--B", help="Bottleneck slowness (imbalanced)."),
-        json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        json_: bool = JSON_OPT,
     ):
         """Queue-overflow residency and rate of a closed message-driven machine (J-Machine ch. 3)."""
         from ccmod.analytic import overflow as ov
@@ -192,33 +173,29 @@ def register(app: typer.Typer) -> None:
             lines += [f"bottleneck B={_g(B)}: P(k1 >= Q) {_g(d['bottleneck_residency'])}, "
                       f"E[k1] {_g(d['bottleneck_mean_queue'])}, overflow rate / mu "
                       f"{_g(d['bottleneck_overflow_rate'])}"]
-        _emit(d, json_, lines)
+        emit(d, json_, lines)
 
     @app.command("crosscheck")
     def crosscheck_cmd(
         trace: Path = typer.Argument(..., help="Trace file (any format ccmod reads)."),
-        network: str = typer.Option("star", "--network", "-n", help="NAME[:key=value,...]."),
+        network: str = NETWORK_OPT,
         sharing: str = typer.Option("ccmod", help="ccmod or maxmin (engine side)."),
-        send_mode: str = typer.Option("rendezvous", help="rendezvous, eager or detached."),
-        compute_rate: float = typer.Option(1e9, help="flop/s for traces that count flops."),
-        cost: Optional[str] = typer.Option(None, help="Quiet-cost model JSON or 'physical'."),
-        map_: Optional[str] = typer.Option(None, "--map", help="Rank->node map."),
-        fmt: str = typer.Option("auto", "--format", help="Trace format."),
+        send_mode: str = SEND_MODE_OPT,
+        compute_rate: float = COMPUTE_RATE_OPT,
+        cost: Optional[str] = COST_OPT,
+        map_: Optional[str] = MAP_OPT,
+        fmt: str = FORMAT_OPT,
         So: Optional[float] = typer.Option(None, "--So",
                                            help="LoPC handler time (s; default: the quiet "
                                                 "cost of a zero-byte message)."),
-        json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        json_: bool = JSON_OPT,
     ):
         """Analytic (MVA, LoPC) vs engine on the same trace and network."""
         from ccmod.analytic import crosscheck as cc
         rep = cc.crosscheck(trace, network, sharing=sharing, send_mode=send_mode,
                             compute_rate=compute_rate, cost=cost, mapping=map_, fmt=fmt,
                             So_s=So)
-        if json_:
-            typer.echo(json.dumps(rep.to_dict(), default=_jsonable))
-        else:
-            for line in rep.lines():
-                typer.echo(line)
+        emit(rep.to_dict(), json_, rep.lines)
 
 
 def _fmt(x) -> str:

@@ -2,34 +2,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from ccmod.cli_util import JSON_OPT, console, make_table
 from ccmod.errors import CcmodInputError
-
-
-def parse_levels(text: str | None) -> list[float] | None:
-    """``"0,0.3"`` → ``[0.0, 0.3]`` (fractions in [0, 1))."""
-    if not text:
-        return None
-    out = []
-    for tok in text.split(","):
-        tok = tok.strip()
-        if not tok:
-            continue
-        try:
-            v = float(tok)
-        except ValueError:
-            raise CcmodInputError(f"background level '{tok}' is not a number",
-                                  source="--background-levels", hint="e.g. 0,0.3") from None
-        if not 0.0 <= v < 1.0:
-            raise CcmodInputError(f"background level {tok} is not a fraction in [0, 1)",
-                                  source="--background-levels")
-        out.append(v)
-    return out or None
+from ccmod.reporting import parse_levels
 
 
 def parse_knee_runs(items: list[str] | None) -> dict[float, Path]:
@@ -62,7 +42,7 @@ def register(app: typer.Typer) -> None:
         max_lines: int = typer.Option(2000, min=0,
                                       help="Most message lines in the space-time diagram."),
         title: Optional[str] = typer.Option(None, help="Report title."),
-        json_: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+        json_: bool = JSON_OPT,
     ):
         """Write one self-contained HTML report of a run directory."""
         from outputs.report import build_report
@@ -86,11 +66,5 @@ def register(app: typer.Typer) -> None:
         if json_:
             print(json.dumps(rows))
             return
-        from rich.console import Console
-        from rich.table import Table
-        t = Table(show_edge=False)
-        for c in ("name", "description", "files", "parameters"):
-            t.add_column(c)
-        for r in rows:
-            t.add_row(r["name"], r["description"], r["files"], r["parameters"])
-        Console(file=sys.stdout, highlight=False, soft_wrap=True).print(t)
+        cols = ("name", "description", "files", "parameters")
+        console().print(make_table(cols, ([r[c] for c in cols] for r in rows)))

@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from ccmod.cli_util import (COLLECTIVE_OPT, COMPUTE_RATE_OPT, COST_OPT, FORMAT_OPT, JSON_OPT,
+                            MAP_OPT, NETWORK_OPT, SEND_MODE_OPT, SHARING_OPT, console, make_table)
 from ccmod.errors import CcmodInputError
 
 
@@ -25,9 +27,7 @@ def _progress_factory(total: int, enabled: bool):
 
 def print_summary(result, out=None) -> None:
     """Human summary: makespan, per-rank split, messages, busiest link."""
-    from rich.console import Console
-    from rich.table import Table
-    con = Console(file=out or sys.stdout, highlight=False, soft_wrap=True)
+    con = console(out)
     s = result.summary()
     net = result.network
     con.print(f"[bold]ccmod[/bold] {result.options.get('trace', '')} on {net['name']} "
@@ -44,14 +44,12 @@ def print_summary(result, out=None) -> None:
     else:
         con.print("busiest link    (no message used the network)")
     ranks = result.ranks
-    t = Table(title="per rank", show_edge=False)
-    for col in ("rank", "finish (s)", "compute (s)", "communicate (s)", "wait (s)"):
-        t.add_column(col, justify="right")
     rows = ranks if len(ranks) <= 32 else ranks.nlargest(16, "finish_s").sort_values("rank")
-    for r in rows.itertuples():
-        t.add_row(str(r.rank), f"{r.finish_s:.6g}", f"{r.compute_s:.6g}",
-                  f"{r.send_s + r.recv_s:.6g}", f"{r.wait_s + r.barrier_s:.6g}")
-    con.print(t)
+    con.print(make_table(("rank", "finish (s)", "compute (s)", "communicate (s)", "wait (s)"),
+                         ((r.rank, f"{r.finish_s:.6g}", f"{r.compute_s:.6g}",
+                           f"{r.send_s + r.recv_s:.6g}", f"{r.wait_s + r.barrier_s:.6g}")
+                          for r in rows.itertuples()),
+                         title="per rank", justify="right"))
     if len(ranks) > 32:
         con.print(f"(showing the 16 latest-finishing of {len(ranks)} ranks)")
 
@@ -60,19 +58,20 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_cmd(
         trace: Path = typer.Argument(..., help="Trace file (or SimGrid description file)."),
-        network: str = typer.Option("star", "--network", "-n", help="NAME[:key=value,...]; see `ccmod networks`."),
-        sharing: str = typer.Option("ccmod", help="ccmod (article: bandwidth availability) or maxmin."),
-        send_mode: str = typer.Option("rendezvous", help="rendezvous, eager or detached."),
-        compute_rate: float = typer.Option(1e9, help="flop/s for traces that count flops."),
+        network: str = NETWORK_OPT,
+        sharing: str = SHARING_OPT,
+        send_mode: str = SEND_MODE_OPT,
+        eager_limit: int = typer.Option(0, help="With rendezvous: messages up to this many bytes go eager (MPI-like, e.g. 65536)."),
+        compute_rate: float = COMPUTE_RATE_OPT,
         compute_scale: float = typer.Option(1.0, help="Multiply compute durations (0.5 = 2x faster CPU)."),
-        cost: Optional[str] = typer.Option(None, help="Quiet-cost model JSON (from `ccmod fit`) or 'physical'."),
+        cost: Optional[str] = COST_OPT,
         background: float = typer.Option(0.0, help="Constant background load fraction per link, in [0,1)."),
-        map_: Optional[str] = typer.Option(None, "--map", help="Rank->node map: block:K, cyclic:K or FILE."),
-        fmt: str = typer.Option("auto", "--format", help="Trace format (see `ccmod formats`)."),
-        collective: Optional[str] = typer.Option(None, help="Force collective algorithms, e.g. allreduce=ring."),
+        map_: Optional[str] = MAP_OPT,
+        fmt: str = FORMAT_OPT,
+        collective: Optional[str] = COLLECTIVE_OPT,
         intra_latency: float = typer.Option(5e-7, help="Intra-node message latency (s)."),
         intra_bandwidth: float = typer.Option(5e9, help="Intra-node bandwidth (bytes/s)."),
-        json_: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+        json_: bool = JSON_OPT,
         out: Optional[Path] = typer.Option(None, help="Write messages/ranks/links tables (Parquet) here."),
         debug: bool = typer.Option(False, help="With --out: also write the full signal trace."),
         sink: Optional[str] = typer.Option(None, help="Extra sinks, comma-separated (see `ccmod sinks`)."),
@@ -97,7 +96,8 @@ def register(app: typer.Typer) -> None:
             raise CcmodInputError("sinks write files: give --out DIR", source="--sink")
         prog, cb = _progress_factory(w.nrecords, progress and not json_)
         try:
-            result = run(w, network, sharing=sharing, send_mode=send_mode, cost=cost,
+            result = run(w, network, sharing=sharing, send_mode=send_mode,
+                         eager_limit_bytes=eager_limit, cost=cost,
                          background=background, mapping=map_, intra_latency_s=intra_latency,
                          intra_bandwidth_Bps=intra_bandwidth, sinks=sinks, out_dir=out_dir,
                          progress=cb)
@@ -108,7 +108,8 @@ def register(app: typer.Typer) -> None:
         if report is not None:
             from ccmod.reporting import make_report
             make_report(result, w, report, network=network, background_levels=background_levels,
-                        run_kwargs=dict(sharing=sharing, send_mode=send_mode, cost=cost,
+                        run_kwargs=dict(sharing=sharing, send_mode=send_mode,
+                                        eager_limit_bytes=eager_limit, cost=cost,
                                         mapping=map_, intra_latency_s=intra_latency,
                                         intra_bandwidth_Bps=intra_bandwidth))
         if json_:
@@ -128,11 +129,4 @@ def register(app: typer.Typer) -> None:
         if json_:
             print(df.to_json(orient="records"))
             return
-        from rich.console import Console
-        from rich.table import Table
-        t = Table(show_edge=False)
-        for c in df.columns:
-            t.add_column(str(c))
-        for row in df.itertuples(index=False):
-            t.add_row(*(str(x) for x in row))
-        Console().print(t)
+        console().print(make_table(df.columns, df.itertuples(index=False)))

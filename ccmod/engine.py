@@ -11,6 +11,9 @@ rendezvous  transfer starts when both sides are posted; a blocking send/recv (or
             on an isend/irecv) is released when the transfer ends (CCMOD's SCOM).
 eager       transfer starts when the send is posted; the sender is released on delivery.
 detached    transfer starts when the send is posted; the sender continues at once.
+
+With ``eager_limit_bytes`` > 0, rendezvous applies only to messages larger than the limit
+and smaller ones go eager, as MPI libraries do (e.g. 64 KiB).
 """
 from __future__ import annotations
 
@@ -45,6 +48,8 @@ class Engine(HandlerMixin):
         Per-resource capacity and constant background fraction.
     sharing : {"ccmod", "maxmin"}
     send_mode : {"rendezvous", "eager", "detached"}
+    eager_limit_bytes : int
+        Under rendezvous, messages of at most this size are sent eagerly (0 = none).
     record : bool
         Keep rank-state intervals and contention changes (for outputs).
     signals : bool
@@ -54,8 +59,8 @@ class Engine(HandlerMixin):
     """
 
     def __init__(self, workload, msgs, nresources, capacity_Bps, background, *,
-                 sharing="ccmod", send_mode="rendezvous", record=True, signals=False,
-                 progress=None):
+                 sharing="ccmod", send_mode="rendezvous", eager_limit_bytes=0, record=True,
+                 signals=False, progress=None):
         self.w = workload
         self.m = msgs
         self.sharing = sharing
@@ -104,6 +109,9 @@ class Engine(HandlerMixin):
         self._intra = msgs.intra.tolist()
         self._rptr = msgs.route_ptr.tolist()
         self._kind = msgs.kind.tolist()
+        # messages whose transfer starts as soon as the send is posted
+        self._eager = ((msgs.nbytes <= eager_limit_bytes) if send_mode == "rendezvous"
+                       else np.ones(len(msgs.nbytes), bool)).tolist()
 
     # -- bookkeeping --------------------------------------------------------------------
     def _sig(self, t, name, *args):
@@ -132,12 +140,12 @@ class Engine(HandlerMixin):
     def _post_send(self, m, t):
         self.t_post_send[m] = t
         self._sig(t, "NEWSCOM", m, int(self.m.src[m]), int(self.m.dst[m]), int(self.m.nbytes[m]))
-        if self.send_mode != "rendezvous" or self.t_post_recv[m] < INF:
+        if self._eager[m] or self.t_post_recv[m] < INF:
             self._start(m, t)
 
     def _post_recv(self, m, t):
         self.t_post_recv[m] = t
-        if self.send_mode == "rendezvous" and self.t_post_send[m] < INF:
+        if not self._eager[m] and self.t_post_send[m] < INF:
             self._start(m, t)
 
     def _start(self, m, t):
@@ -315,7 +323,7 @@ class Engine(HandlerMixin):
                     self._flow_start(x, t)
                 elif kind == EV_HANDLER_END:
                     self._handler_end(x, t)
-                else:  # EV_RESUME
+                elif kind == EV_RESUME:
                     self._resume(x, t)
             self._drain(t)
             if self.progress is not None and self.events % 8192 == 0:

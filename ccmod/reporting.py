@@ -7,22 +7,24 @@ from ccmod.errors import CcmodInputError
 
 
 def parse_levels(text: str | None) -> list[float] | None:
-    """Parse ``"0,0.3"`` into background fractions in [0, 1)."""
+    """Parse ``"0,0.3"`` into background fractions in [0, 1) (None when none is given)."""
     if not text:
         return None
     out = []
     for tok in text.split(","):
         tok = tok.strip()
+        if not tok:
+            continue
         try:
             v = float(tok)
         except ValueError:
             raise CcmodInputError(f"background level '{tok}' is not a number",
-                                  source="--background-levels") from None
+                                  source="--background-levels", hint="e.g. 0,0.3") from None
         if not 0.0 <= v < 1.0:
-            raise CcmodInputError(f"background level {v} is not in [0, 1)",
+            raise CcmodInputError(f"background level {tok} is not a fraction in [0, 1)",
                                   source="--background-levels")
         out.append(v)
-    return out
+    return out or None
 
 
 def make_report(result, workload, report_dir, *, network, background_levels=None,

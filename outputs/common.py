@@ -6,13 +6,12 @@ with a 1M-message run stays cheap.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.io import discard, ensure_dir, temp_path  # noqa: F401  (discard: for the sinks)
 from outputs.base import STATE_NAMES
 
 #: pseudo state code of the gaps between recorded states ("idle" in the article's
@@ -88,6 +87,46 @@ def frame_to_columns(df, columns) -> dict[str, np.ndarray] | None:
     if df is None or any(c not in df.columns for c in columns):
         return None
     return {c: df[c].to_numpy() for c in columns}
+
+
+def state_codes(state) -> np.ndarray:
+    """A state column as integer codes (names such as ``"send"`` or ``"idle"`` are mapped)."""
+    state = np.asarray(state)
+    if state.dtype.kind in "iu":
+        return state
+    lut = {n: i for i, n in enumerate(ALL_STATE_NAMES)}
+    return np.asarray([lut[str(s)] for s in state], np.int64)
+
+
+def fill_from_result(result, buffers) -> None:
+    """Fill the empty buffers from the matching tables of ``result``.
+
+    Engines that only fill the :class:`~ccmod.result.RunResult` (no batches) still get a
+    complete output: each ``(attribute, ChunkBuffer)`` pair whose buffer received nothing
+    takes the rows of ``result.<attribute>`` (a DataFrame with the buffer's columns).
+    """
+    for attr, buf in buffers:
+        if len(buf):
+            continue
+        cols = frame_to_columns(getattr(result, attr, None), buf.columns)
+        if cols is None or not len(next(iter(cols.values()))):
+            continue
+        if "state" in cols:
+            cols["state"] = state_codes(cols["state"])
+        buf.add(cols)
+
+
+def infer_nranks(ctx, result, *rank_arrays) -> int:
+    """Rank count of a run: the workload's, else the largest rank seen in the results."""
+    wl = getattr(ctx, "workload", None)
+    if wl is not None and getattr(wl, "nranks", None) is not None:
+        return int(wl.nranks)
+    ranks = getattr(result, "ranks", None)
+    n = len(ranks) if ranks is not None else 0
+    for arr in rank_arrays:
+        if len(arr):
+            n = max(n, int(arr.max()) + 1)
+    return n
 
 
 def sanitize_states(rank, state, t0, t1):
@@ -213,34 +252,12 @@ def resolve_out_dir(sink_name: str, out_dir, ctx) -> Path:
     if d is None:
         raise CcmodInputError(f"sink '{sink_name}' needs an output directory",
                               source="--sink", hint="give --out DIR (or out_dir=...)")
-    d = Path(d)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CcmodInputError(f"cannot create output directory: {exc.strerror}",
-                              source=str(d)) from None
-    return d
+    return ensure_dir(d, "output directory")
 
 
 def temp_name(final: Path) -> Path:
     """A fresh hidden temporary file next to ``final`` (renamed over it at close)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
-    os.close(fd)
-    # mkstemp creates 0600; output files get the usual umask-based mode instead
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask)
-    except OSError:
-        pass
-    return Path(tmp)
-
-
-def discard(path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    return temp_path(final)
 
 
 def json_default(obj):

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ccmod.io import atomic_write_text
+from ccmod.io import atomic_path, atomic_write_text
 from outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT,
                           Sink)
-from outputs.common import (ALL_STATE_NAMES, MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE,
-                            ChunkBuffer, discard, fill_idle, frame_to_columns,
-                            resolve_out_dir, sanitize_states, seconds_to_ns, temp_name)
+from outputs.common import (MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE, ChunkBuffer,
+                            fill_from_result, fill_idle, infer_nranks, resolve_out_dir,
+                            sanitize_states, seconds_to_ns)
 
 #: ccmod state code → (Paraver state value, label, RGB)
 PRV_STATES = {
@@ -83,18 +83,11 @@ class ParaverSink(Sink):
         self._states.add(batch)
 
     def close(self, result) -> None:
-        for buf, attr in ((self._msgs, "messages"), (self._states, "rank_states")):
-            if len(buf) == 0:
-                cols = frame_to_columns(getattr(result, attr, None), buf.columns)
-                if cols is not None and len(next(iter(cols.values()))):
-                    if attr == "rank_states" and cols["state"].dtype.kind not in "iu":
-                        lut = {n: i for i, n in enumerate(ALL_STATE_NAMES)}
-                        cols["state"] = np.asarray([lut[str(s)] for s in cols["state"]])
-                    buf.add(cols)
+        fill_from_result(result, (("messages", self._msgs), ("rank_states", self._states)))
         m = self._msgs.concat({"src": np.int64, "dst": np.int64, "nbytes": np.int64,
                                "tag": np.int64})
         s = self._states.concat({"rank": np.int64, "state": np.int64})
-        nranks = _nranks(self.ctx, result, m, s)
+        nranks = infer_nranks(self.ctx, result, m["src"], m["dst"], s["rank"])
         nodes = getattr(self.ctx, "node_of_rank", None)
         nodes = (np.asarray(nodes, np.int64)[:nranks] if nodes is not None
                  and len(nodes) >= nranks else np.arange(nranks, dtype=np.int64))
@@ -102,29 +95,11 @@ class ParaverSink(Sink):
         t_end = max([makespan] + [float(a.max()) for a in (s["t_end_s"], m["t_end_s"])
                                   if len(a)])
         layout = _Layout(nodes)
-        prv = self.dir / f"{self.prefix}.prv"
-        tmp = temp_name(prv)
-        try:
-            with open(tmp, "w", encoding="ascii") as fh:
-                _write_prv(fh, layout, s, m, nranks, t_end)
-            os.replace(tmp, prv)
-        except BaseException:
-            discard(tmp)
-            raise
+        with atomic_path(self.dir / f"{self.prefix}.prv") as tmp, \
+                open(tmp, "w", encoding="ascii") as fh:
+            _write_prv(fh, layout, s, m, nranks, t_end)
         atomic_write_text(self.dir / f"{self.prefix}.pcf", pcf_text())
         atomic_write_text(self.dir / f"{self.prefix}.row", layout.row_text())
-
-
-def _nranks(ctx, result, m, s) -> int:
-    wl = getattr(ctx, "workload", None)
-    if wl is not None and getattr(wl, "nranks", None) is not None:
-        return int(wl.nranks)
-    ranks = getattr(result, "ranks", None)
-    n = len(ranks) if ranks is not None else 0
-    for arr in (m["src"], m["dst"], s["rank"]):
-        if len(arr):
-            n = max(n, int(arr.max()) + 1)
-    return n
 
 
 class _Layout:

@@ -32,8 +32,8 @@ from ccmod.io import atomic_path, atomic_write_text
 from outputs.base import Sink
 from outputs.common import (ALL_STATE_NAMES, MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE,
                             LINK_LOAD_COLUMNS, ChunkBuffer, discard, frame_to_columns,
-                            dumps, idle_gaps, resource_names, temp_name)
-from outputs.common import resolve_out_dir
+                            dumps, idle_gaps, resolve_out_dir, resource_names, state_codes,
+                            temp_name)
 from outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
 
 #: packet size used for packets/s when the network does not define one (Ethernet MTU)
@@ -204,10 +204,7 @@ class ParquetSink(Sink):
         if self._states.rows == 0:
             cols = frame_to_columns(getattr(result, "rank_states", None), RANK_STATE_COLUMNS)
             if cols is not None and len(cols["rank"]):
-                st = cols["state"]
-                if st.dtype.kind not in "iu":  # names → codes
-                    lut = {n: i for i, n in enumerate(ALL_STATE_NAMES)}
-                    cols["state"] = np.asarray([lut[str(s)] for s in st], np.int64)
+                cols["state"] = state_codes(cols["state"])
                 self.on_rank_states(cols)
         if self._raw_load.rows == 0:
             cols = frame_to_columns(getattr(result, "link_load", None), LINK_LOAD_COLUMNS)

@@ -24,17 +24,17 @@ from __future__ import annotations
 import bisect
 import json
 import math
-import os
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
+from ccmod.io import atomic_path
 from outputs.base import Sink
 from outputs.common import (ALL_STATE_NAMES, LINK_LOAD_COLUMNS, MESSAGE_COLUMNS,
-                            RANK_STATE_COLUMNS, ChunkBuffer, discard, fill_idle,
-                            frame_to_columns, resolve_out_dir, resource_names,
-                            sanitize_states, seconds_to_ns, temp_name)
+                            RANK_STATE_COLUMNS, ChunkBuffer, fill_from_result, fill_idle,
+                            infer_nranks, resolve_out_dir, resource_names, sanitize_states,
+                            seconds_to_ns)
 from outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
 
 
@@ -86,42 +86,17 @@ class PerfettoSink(Sink):
         self._load.add(batch)
 
     def close(self, result) -> None:
-        for buf, attr in ((self._msgs, "messages"), (self._states, "rank_states"),
-                          (self._load, "link_load")):
-            if len(buf) == 0:
-                cols = frame_to_columns(getattr(result, attr, None), buf.columns)
-                if cols is not None and len(next(iter(cols.values()))):
-                    if attr == "rank_states" and cols["state"].dtype.kind not in "iu":
-                        lut = {n: i for i, n in enumerate(ALL_STATE_NAMES)}
-                        cols["state"] = np.asarray([lut[str(s)] for s in cols["state"]])
-                    buf.add(cols)
-        final = self.dir / self.file
-        tmp = temp_name(final)
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                self._write(fh, result)
-            os.replace(tmp, final)
-        except BaseException:
-            discard(tmp)
-            raise
+        fill_from_result(result, (("messages", self._msgs), ("rank_states", self._states),
+                                  ("link_load", self._load)))
+        with atomic_path(self.dir / self.file) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            self._write(fh, result)
 
     # ------------------------------------------------------------------ writing
-    def _nranks(self, result, m, s) -> int:
-        wl = getattr(self.ctx, "workload", None)
-        if wl is not None and getattr(wl, "nranks", None) is not None:
-            return int(wl.nranks)
-        ranks = getattr(result, "ranks", None)
-        n = len(ranks) if ranks is not None else 0
-        for arr in (m["src"], m["dst"], s["rank"]):
-            if len(arr):
-                n = max(n, int(arr.max()) + 1)
-        return n
-
     def _write(self, fh, result) -> None:
         m = self._msgs.concat({"src": np.int64, "dst": np.int64, "msg_id": np.int64})
         s = self._states.concat({"rank": np.int64, "state": np.int64})
         ld = self._load.concat({"resource": np.int64, "active": np.int64})
-        nranks = self._nranks(result, m, s)
+        nranks = infer_nranks(self.ctx, result, m["src"], m["dst"], s["rank"])
         makespan = float(getattr(result, "makespan_s", 0.0) or 0.0)
         t_end = max([makespan] + [float(a.max()) for a in (s["t_end_s"], m["t_end_s"],
                                                            ld["t_end_s"]) if len(a)])

@@ -223,3 +223,28 @@ def test_handler_interrupts_compute_and_queues_fifo():
     first, second = sorted(r.rank_finish_s[:2])
     assert first == pytest.approx(tq + 0.1 + tq + 0.1)
     assert second == pytest.approx(tq + 0.2 + tq + 0.1)
+
+
+def test_eager_limit_makes_small_sends_eager_only():
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 10); b.recv(0, 1, 10)          # head-to-head small blocking sends
+    b.send(1, 0, 10); b.recv(1, 0, 10)
+    w = b.build()
+    assert run(w, STAR, eager_limit_bytes=64).makespan_s == pytest.approx(2 * LAT + 10 / BW)
+    with pytest.raises(DeadlockError):
+        run(w, STAR, eager_limit_bytes=9)       # 10 B is above the limit: rendezvous
+
+
+def test_active_messages_round_trip_through_ti_text(tmp_path):
+    from workloads import read_workload
+    from workloads.gen_queueing import reqreply
+    from workloads.ti_write import write_ti
+    w = reqreply(nranks=6, requests=5, work_s=1e-5, handler_s=2e-6, model="am", seed=4)
+    assert (w.op == 8).sum() == 30
+    p = tmp_path / "am.ti"
+    write_ti(w, p)
+    assert "amrequest" in p.read_text()
+    w2 = read_workload(p)
+    a, b = run(w, STAR), run(w2, STAR)
+    assert a.makespan_s == pytest.approx(b.makespan_s, rel=1e-9)
+    assert a.ranks.handler_s.sum() == pytest.approx(2 * w.duration_s[w.op == 8].sum())

@@ -26,24 +26,22 @@ def drive(kernel, arrivals):
     return [ends[i] for i in range(len(arrivals))]
 
 
-def brute_ccmod(arrivals, nres, free):
-    """CCMOD by definition: every horizon recompute CA and BA of every active message."""
+def brute_force(arrivals, rates_of, tol):
+    """Event stepping by definition: at every horizon recompute the rate of every active
+    message (``rates_of(active) -> {message: rate}``), advance to the next finish or
+    arrival, and admit the arrivals due by then."""
     rem = {}
     ends = {}
     pending = sorted(range(len(arrivals)), key=lambda i: (arrivals[i][0], i))
     t = 0.0
     while pending or rem:
-        ca = np.zeros(nres)
-        for m in rem:
-            for r in arrivals[m][2]:
-                ca[r] += 1
-        ba = {m: min(free[r] / ca[r] for r in arrivals[m][2]) for m in rem}
-        t_fin = min((t + rem[m] / ba[m] for m in rem), default=INF)
+        rate = rates_of(rem)
+        t_fin = min((t + rem[m] / rate[m] for m in rem), default=INF)
         t_arr = arrivals[pending[0]][0] if pending else INF
         t_new = min(t_fin, t_arr)
         for m in list(rem):
-            rem[m] -= ba[m] * (t_new - t)
-            if rem[m] <= 1e-12 * max(1.0, t_new):
+            rem[m] -= rate[m] * (t_new - t)
+            if rem[m] <= tol * max(1.0, t_new):
                 ends[m] = t_new
                 del rem[m]
         t = t_new
@@ -51,6 +49,17 @@ def brute_ccmod(arrivals, nres, free):
             i = pending.pop(0)
             rem[i] = arrivals[i][1]
     return [ends[i] for i in range(len(arrivals))]
+
+
+def brute_ccmod(arrivals, nres, free):
+    """CCMOD by definition: every horizon recompute CA and BA of every active message."""
+    def bandwidth_availability(active):
+        ca = np.zeros(nres)
+        for m in active:
+            for r in arrivals[m][2]:
+                ca[r] += 1
+        return {m: min(free[r] / ca[r] for r in arrivals[m][2]) for m in active}
+    return brute_force(arrivals, bandwidth_availability, 1e-12)
 
 
 def test_article_example_two_messages_share_one_link():
@@ -82,14 +91,12 @@ def test_ccmod_incremental_equals_brute_force(arrs, bg):
 
 
 def brute_maxmin(arrivals, cap):
-    rem, ends = {}, {}
-    pending = sorted(range(len(arrivals)), key=lambda i: (arrivals[i][0], i))
-    t = 0.0
-    while pending or rem:
+    """Max-min fairness by definition: progressive filling at every horizon."""
+    def progressive_filling(active):   # textbook form
         rate = {}
         capl = np.array(cap, float)
-        live = set(rem)
-        while live:   # progressive filling, textbook form
+        live = set(active)
+        while live:
             users = {}
             for m in live:
                 for r in arrivals[m][2]:
@@ -105,19 +112,8 @@ def brute_maxmin(arrivals, cap):
                 live.discard(fcap[1])
             else:
                 live = {m for m in live if lr not in arrivals[m][2]}
-        t_fin = min((t + rem[m] / rate[m] for m in rem), default=INF)
-        t_arr = arrivals[pending[0]][0] if pending else INF
-        t_new = min(t_fin, t_arr)
-        for m in list(rem):
-            rem[m] -= rate[m] * (t_new - t)
-            if rem[m] <= 1e-9 * max(1.0, t_new):
-                ends[m] = t_new
-                del rem[m]
-        t = t_new
-        while pending and arrivals[pending[0]][0] <= t:
-            i = pending.pop(0)
-            rem[i] = arrivals[i][1]
-    return [ends[i] for i in range(len(arrivals))]
+        return rate
+    return brute_force(arrivals, progressive_filling, 1e-9)
 
 
 @settings(max_examples=100, deadline=None)

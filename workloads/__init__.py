@@ -10,7 +10,6 @@ readers come through the ``ccmod.readers`` entry-point group.
 """
 from __future__ import annotations
 
-import importlib
 import math
 import os
 import struct
@@ -18,6 +17,7 @@ import zlib
 from pathlib import Path
 
 from ccmod.errors import CcmodError, CcmodInputError
+from workloads._common import optional_module
 from workloads.base import Workload
 from workloads.registry import READERS
 
@@ -27,11 +27,7 @@ _READER_MODULES = ("workloads.ti", "workloads.tabular", "workloads.otf2_reader",
                    "workloads.generators")
 
 for _mod in _READER_MODULES:
-    try:
-        importlib.import_module(_mod)
-    except ModuleNotFoundError as _exc:
-        if _exc.name != _mod:
-            raise
+    optional_module(_mod)
 del _mod
 
 __all__ = ["read_workload", "detect_format", "list_formats", "Workload"]
@@ -146,13 +142,10 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
 def _parse_collectives(text: str) -> dict:
     if not text.strip():
         return {}
-    try:
-        mod = importlib.import_module("workloads.collectives")
-    except ModuleNotFoundError as exc:
-        if exc.name != "workloads.collectives":
-            raise
+    mod = optional_module("workloads.collectives")
+    if mod is None:
         raise CcmodInputError("collective algorithms need workloads.collectives "
-                              "(not installed)", source="--collectives") from None
+                              "(not installed)", source="--collectives")
     return mod.parse_collective_option(text)
 
 

@@ -18,7 +18,10 @@ turns those into a runnable :class:`~workloads.base.Workload`:
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
+import importlib
+import os
 import struct
 import zlib
 from collections import defaultdict
@@ -43,6 +46,50 @@ COLLECTIVE_KINDS = {
 #: exceptions a parser may raise on malformed input (converted to CcmodInputError)
 BAD_INPUT = (OSError, ValueError, struct.error, KeyError, IndexError, EOFError, zlib.error,
              gzip.BadGzipFile, UnicodeDecodeError, OverflowError, TypeError, AttributeError)
+
+
+def optional_module(name: str):
+    """Import the module ``name``; None when that module itself is not installed.
+
+    An import error *inside* the module (one of its own dependencies missing) still
+    propagates, so a broken module is not mistaken for an absent one.
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        return None
+
+
+def numbered_rank_files(path: str, regex, glob_tail: str, label: str,
+                        hint: str | None = None) -> list[str]:
+    """The files next to ``path`` whose names differ from its name only by the rank number.
+
+    ``regex`` matches a base name with the shared prefix as group 1 and the rank as group 2
+    (``path`` itself must match); ``glob_tail`` follows the prefix in the glob listing the
+    candidates (``"-*.bin"``). The ranks found must be exactly 0..n-1, else the error says
+    ``rank files <label> are not numbered 0..n-1``.
+    """
+    prefix = regex.match(os.path.basename(path)).group(1)
+    d = os.path.dirname(os.path.abspath(path))
+    found = {}
+    for p in glob.glob(os.path.join(glob.escape(d), glob.escape(prefix) + glob_tail)):
+        mm = regex.match(os.path.basename(p))
+        if mm and mm.group(1) == prefix:
+            found[int(mm.group(2))] = p
+    n = len(found)
+    if sorted(found) != list(range(n)):
+        raise CcmodInputError(f"rank files {label} are not numbered 0..{n - 1}", source=path,
+                              hint=hint)
+    return [found[r] for r in range(n)]
+
+
+def reject_options(opts: dict, reader: str, source) -> None:
+    """Fail on reader options the ``reader`` does not know (``**opts`` left over)."""
+    if opts:
+        raise CcmodInputError(f"unknown {reader} reader option(s): {', '.join(sorted(opts))}",
+                              source=source)
 
 
 @contextlib.contextmanager
@@ -164,6 +211,16 @@ class TraceAssembler:
 
     def count(self, key: str, n: int = 1) -> None:
         self.stats[key] += n
+
+    def unmapped_collective(self, members, rank: int, why: str) -> bool:
+        """True when ``rank`` is not among the known ``members`` of a collective's
+        communicator: the call is then skipped, counted as ``unmapped_collectives`` and
+        explained once (``collectives on communicators <why> were skipped``)."""
+        if members is not None and rank in members:
+            return False
+        self.count("unmapped_collectives")
+        self.note(f"collectives on communicators {why} were skipped (unmapped_collectives)")
+        return True
 
     # -- time ---------------------------------------------------------------------------
     def mpi_enter(self, rank: int, t_s: float, line: int = 0, fid: int = 0) -> None:

@@ -15,7 +15,8 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from workloads._common import TraceAssembler, input_guard
+from workloads._common import (TraceAssembler, input_guard, numbered_rank_files,
+                               reject_options)
 from workloads.dumpi_convert import DEFAULT_TYPE_SIZES, Resolver, convert
 from workloads.dumpi_format import MAGIC, BinTrace, rank_files, read_meta
 from workloads.registry import READERS
@@ -29,18 +30,8 @@ def _siblings(path: str, ext: str) -> list[str]:
     if m is None:
         raise CcmodInputError(f"cannot tell the rank from the file name (expected "
                               f"PREFIX-NNNN.{ext})", source=path)
-    d = os.path.dirname(os.path.abspath(path))
-    pat = os.path.join(glob.escape(d), glob.escape(m.group(1)) + "-*." + ext)
-    found = {}
-    for p in glob.glob(pat):
-        mm = _RANK_FILE.match(os.path.basename(p))
-        if mm and mm.group(1) == m.group(1):
-            found[int(mm.group(2))] = p
-    n = len(found)
-    if sorted(found) != list(range(n)):
-        raise CcmodInputError(f"rank files of '{m.group(1)}' are not numbered 0..{n - 1}",
-                              source=path, hint="every rank needs its own file")
-    return [found[r] for r in range(n)]
+    return numbered_rank_files(path, _RANK_FILE, "-*." + ext, f"of '{m.group(1)}'",
+                               hint="every rank needs its own file")
 
 
 def _assemble(fmt, per_rank, files, type_sizes, compute_scale, collectives, extra_meta):
@@ -100,9 +91,7 @@ class DumpiReader:
     @staticmethod
     def read(path, *, compute_rate=1e9, compute_scale=1.0, collectives=None, **opts):
         p = os.fspath(path)
-        if opts:
-            raise CcmodInputError(f"unknown DUMPI reader option(s): {', '.join(sorted(opts))}",
-                                  source=p)
+        reject_options(opts, "DUMPI", p)
         if os.path.isdir(p):
             m = DumpiReader._meta_in_dir(p)
             if m is None:
@@ -263,9 +252,7 @@ class DumpiAsciiReader:
     @staticmethod
     def read(path, *, compute_rate=1e9, compute_scale=1.0, collectives=None, **opts):
         p = os.fspath(path)
-        if opts:
-            raise CcmodInputError(f"unknown dumpi-ascii reader option(s): "
-                                  f"{', '.join(sorted(opts))}", source=p)
+        reject_options(opts, "dumpi-ascii", p)
         if not os.path.exists(p):
             raise CcmodInputError("DUMPI text dump not found", source=p)
         files = DumpiAsciiReader._files(p)

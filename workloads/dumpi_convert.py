@@ -352,10 +352,7 @@ def _collective(asm, res, rank, name, f, kw):
     kind = _COLL[name]
     comm = f.get("_comm")
     mem = res.members(comm, rank)
-    if mem is None or rank not in mem:
-        asm.count("unmapped_collectives")
-        asm.note("collectives on communicators whose members could not be rebuilt were "
-                 "skipped (unmapped_collectives)")
+    if asm.unmapped_collective(mem, rank, "whose members could not be rebuilt"):
         return
     p = len(mem)
     sz = lambda t: f.get("_sz_" + t, 1)   # noqa: E731

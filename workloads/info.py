@@ -8,6 +8,7 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from workloads.base import OP_COMPUTE, OP_NAMES, SEND_OPS, Workload
+from workloads.ti_write import write_ti, write_ti_folder
 
 #: output extension -> format written by :func:`convert`
 OUT_EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".ti": "ti",
@@ -96,38 +97,6 @@ def output_format(out_path, out_fmt: str | None = None) -> str:
     return fmt
 
 
-def write_ti_folder(w: Workload, folder, compute_rate: float = 1e9) -> int:
-    """One TI file per rank (``ti_trace<r>.txt``) + ``smpi_replay.txt`` listing them."""
-    from ccmod.io import atomic_path, atomic_write_text
-    from workloads.ti_write import ti_lines
-    folder = Path(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CcmodInputError(f"cannot create folder: {exc.strerror or exc}",
-                              source=str(folder)) from None
-    names = [f"ti_trace{r}.txt" for r in range(w.nranks)]
-    lines = ti_lines(w, compute_rate)
-    n = 0
-    pending = next(lines, None)
-    for r, name in enumerate(names):
-        with atomic_path(folder / name) as tmp, open(tmp, "w") as fh:
-            prefix = f"{r} "
-            buf = []
-            while pending is not None and pending.startswith(prefix):
-                buf.append(pending)
-                pending = next(lines, None)
-                if len(buf) >= 65536:
-                    fh.write("\n".join(buf) + "\n")
-                    n += len(buf)
-                    buf.clear()
-            if buf:
-                fh.write("\n".join(buf) + "\n")
-                n += len(buf)
-    atomic_write_text(folder / "smpi_replay.txt", "\n".join(names) + "\n")
-    return n
-
-
 def write_workload(w: Workload, out_path, out_fmt: str | None = None,
                    compute_rate: float = 1e9) -> str:
     """Write ``w`` to ``out_path`` in ``out_fmt`` (guessed from the path when None)."""
@@ -143,7 +112,6 @@ def write_workload(w: Workload, out_path, out_fmt: str | None = None,
         elif out.is_dir() or str(out_path).endswith(os.sep) or out.suffix == "":
             write_ti_folder(w, out, compute_rate)
         else:
-            from workloads.ti_write import write_ti
             write_ti(w, out, compute_rate)
     except OSError as exc:
         raise CcmodInputError(f"cannot write: {exc.strerror or exc}", source=str(out)) from None

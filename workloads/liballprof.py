@@ -29,7 +29,8 @@ import re
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
-from workloads._common import ANY, TraceAssembler, input_guard
+from workloads._common import (ANY, TraceAssembler, input_guard, numbered_rank_files,
+                               reject_options)
 from workloads.base import OP_IRECV, OP_ISEND
 from workloads.registry import READERS
 
@@ -61,17 +62,7 @@ def _rank_files(path: str) -> list[str]:
     if m is None:
         raise CcmodInputError("cannot tell the rank from the file name (expected ...N.dat)",
                               source=path)
-    d = os.path.dirname(os.path.abspath(path))
-    found = {}
-    for p in glob.glob(os.path.join(glob.escape(d), glob.escape(m.group(1)) + "*." + m.group(3))):
-        mm = _FILE.match(os.path.basename(p))
-        if mm and mm.group(1) == m.group(1):
-            found[int(mm.group(2))] = p
-    n = len(found)
-    if sorted(found) != list(range(n)):
-        raise CcmodInputError(f"rank files '{m.group(1)}N' are not numbered 0..{n - 1}",
-                              source=path)
-    return [found[r] for r in range(n)]
+    return numbered_rank_files(path, _FILE, "*." + m.group(3), f"'{m.group(1)}N'")
 
 
 def _is_trace(p: str) -> bool:
@@ -156,9 +147,7 @@ class LiballprofReader:
     @staticmethod
     def read(path, *, compute_rate=1e9, compute_scale=1.0, collectives=None, **opts):
         p = os.fspath(path)
-        if opts:
-            raise CcmodInputError(f"unknown liballprof reader option(s): "
-                                  f"{', '.join(sorted(opts))}", source=p)
+        reject_options(opts, "liballprof", p)
         if not os.path.exists(p):
             raise CcmodInputError("liballprof trace not found", source=p)
         files = _rank_files(p)

@@ -22,7 +22,7 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from workloads._common import TraceAssembler, input_guard
+from workloads._common import TraceAssembler, input_guard, reject_options
 from workloads.base import OP_IRECV, OP_ISEND
 from workloads.registry import READERS
 
@@ -198,9 +198,7 @@ class Otf2Reader:
         except ImportError:  # pragma: no cover - dependency is declared
             raise CcmodInputError("reading OTF2 needs the 'otf2' Python package",
                                   source=a, hint="pip install otf2") from None
-        if opts:
-            raise CcmodInputError(f"unknown OTF2 reader option(s): {', '.join(sorted(opts))}",
-                                  source=a)
+        reject_options(opts, "OTF2", a)
         errors = _otf2_errors()
         state = {"n": 0}
         with _CStderr() as lib_err:
@@ -363,10 +361,7 @@ def _collective(asm, ranks, rank, ev, ln, fid, t):
         return
     comm = ev.communicator
     mem = ranks.members(comm, rank)
-    if mem is None or rank not in mem:
-        asm.count("unmapped_collectives")
-        asm.note("collectives on communicators with unknown members were skipped "
-                 "(unmapped_collectives)")
+    if asm.unmapped_collective(mem, rank, "with unknown members"):
         return
     p = len(mem)
     local = mem.index(rank)

@@ -28,7 +28,7 @@ from bisect import bisect_right
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
-from workloads._common import COLLECTIVE_KINDS, TraceAssembler, input_guard
+from workloads._common import COLLECTIVE_KINDS, TraceAssembler, input_guard, reject_options
 from workloads.base import OP_IRECV, OP_ISEND
 from workloads.registry import READERS
 
@@ -195,9 +195,7 @@ class ParaverReader:
         if collective_messages not in ("auto", "records", "expand"):
             raise CcmodInputError(f"collective_messages must be auto, records or expand, not "
                                   f"'{collective_messages}'", source="collective_messages")
-        if opts:
-            raise CcmodInputError(f"unknown Paraver reader option(s): {', '.join(sorted(opts))}",
-                                  source=p)
+        reject_options(opts, "Paraver", p)
         if not os.path.isfile(p):
             raise CcmodInputError("Paraver trace not found", source=p)
         pcf = _base(p) + ".pcf"
@@ -526,10 +524,7 @@ def _collective(asm, r, c, kind, comms, world, fid, t_s):
         mem = comms.get((1, comm))
         if mem is None:
             mem = next((m for (a, cid), m in comms.items() if cid == comm), None)
-    if mem is None or r not in mem:
-        asm.count("unmapped_collectives")
-        asm.note("collectives on communicators without a 'c:' definition were skipped "
-                 "(unmapped_collectives)")
+    if asm.unmapped_collective(mem, r, "without a 'c:' definition"):
         return
     local = mem.index(r)
     kw = {}

@@ -34,6 +34,9 @@ _COLLECTIVES = ("MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Alltoall", "MPI
                 "MPI_Gather", "MPI_Gatherv", "MPI_Allgather", "MPI_Allgatherv", "MPI_Scatter",
                 "MPI_Scatterv", "MPI_Reduce_scatter", "MPI_Scan", "MPI_Exscan",
                 "MPI_Ibarrier", "MPI_Ibcast", "MPI_Iallreduce")
+#: blocking message event -> (peer attribute, op, non-blocking op used inside MPI_Sendrecv)
+_BLOCKING = {"MpiSend": ("receiver", OP_SEND, OP_ISEND), "MpiRecv": ("sender", OP_RECV, OP_IRECV)}
+_REQUEST = ("request_id", "request")
 
 
 def _attrs(text, src, row) -> dict:
@@ -56,6 +59,12 @@ def _get(a: dict, names, src, row, what):
                 break
     raise CcmodInputError(f"missing or bad '{names[0]}' attribute for {what}", source=src,
                           line=row)
+
+
+def _message(a: dict, peer_attr: str, src, row, what) -> tuple[int, int, int]:
+    """(peer, tag, nbytes) of a message event; ``peer_attr``: ``receiver`` or ``sender``."""
+    return (_get(a, (peer_attr,), src, row, what), _get(a, ("msg_tag", "tag"), src, row, what),
+            _get(a, ("msg_length", "length", "size"), src, row, what))
 
 
 def read_pipit_csv(path: Path, compute_scale: float = 1.0, **unknown):
@@ -162,45 +171,31 @@ def _emit(b, r, call, row, events, live, pending_irecv, next_req, src, fid, cols
     sendrecv = call.startswith("MPI_Sendrecv")
     waits, completions = [], 0
     for name, a, erow in events:
-        if name == "MpiSend":
-            dst = _get(a, ("receiver",), src, erow, name)
-            tag = _get(a, ("msg_tag", "tag"), src, erow, name)
-            nb = _get(a, ("msg_length", "length", "size"), src, erow, name)
+        if name in _BLOCKING:
+            peer_attr, op, nonblocking_op = _BLOCKING[name]
+            peer, tag, nb = _message(a, peer_attr, src, erow, name)
             if sendrecv:
-                b.add(r, OP_ISEND, peer=dst, tag=tag, nbytes=nb, req=next_req, line=erow,
-                      file_id=fid)
+                b.add(r, nonblocking_op, peer=peer, tag=tag, nbytes=nb, req=next_req,
+                      line=erow, file_id=fid)
                 waits.append(next_req)
                 next_req += 1
             else:
-                b.add(r, OP_SEND, peer=dst, tag=tag, nbytes=nb, line=erow, file_id=fid)
-        elif name == "MpiRecv":
-            s = _get(a, ("sender",), src, erow, name)
-            tag = _get(a, ("msg_tag", "tag"), src, erow, name)
-            nb = _get(a, ("msg_length", "length", "size"), src, erow, name)
-            if sendrecv:
-                b.add(r, OP_IRECV, peer=s, tag=tag, nbytes=nb, req=next_req, line=erow,
-                      file_id=fid)
-                waits.append(next_req)
-                next_req += 1
-            else:
-                b.add(r, OP_RECV, peer=s, tag=tag, nbytes=nb, line=erow, file_id=fid)
+                b.add(r, op, peer=peer, tag=tag, nbytes=nb, line=erow, file_id=fid)
         elif name == "MpiIsend":
-            dst = _get(a, ("receiver",), src, erow, name)
-            tag = _get(a, ("msg_tag", "tag"), src, erow, name)
-            nb = _get(a, ("msg_length", "length", "size"), src, erow, name)
-            rid = _get(a, ("request_id", "request"), src, erow, name)
+            dst, tag, nb = _message(a, "receiver", src, erow, name)
+            rid = _get(a, _REQUEST, src, erow, name)
             b.add(r, OP_ISEND, peer=dst, tag=tag, nbytes=nb, req=next_req, line=erow,
                   file_id=fid)
             live[rid] = next_req
             next_req += 1
         elif name == "MpiIrecvRequest":
-            rid = _get(a, ("request_id", "request"), src, erow, name)
+            rid = _get(a, _REQUEST, src, erow, name)
             pending_irecv[next_req] = len(cols["op"])
             b.add(r, OP_IRECV, peer=0, tag=0, nbytes=-1, req=next_req, line=erow, file_id=fid)
             live[rid] = next_req
             next_req += 1
         elif name in ("MpiIsendComplete", "MpiIrecv"):
-            rid = _get(a, ("request_id", "request"), src, erow, name)
+            rid = _get(a, _REQUEST, src, erow, name)
             req = live.pop(rid, None)
             if req is None:
                 raise CcmodInputError(f"{name} for unknown request {rid}", source=src,
@@ -208,10 +203,8 @@ def _emit(b, r, call, row, events, live, pending_irecv, next_req, src, fid, cols
             if name == "MpiIrecv":
                 k = pending_irecv.pop(req, None)
                 if k is not None:
-                    cols["peer"][k] = _get(a, ("sender",), src, erow, name)
-                    cols["tag"][k] = _get(a, ("msg_tag", "tag"), src, erow, name)
-                    cols["nbytes"][k] = _get(a, ("msg_length", "length", "size"), src, erow,
-                                             name)
+                    cols["peer"][k], cols["tag"][k], cols["nbytes"][k] = _message(
+                        a, "sender", src, erow, name)
             b.add(r, OP_WAIT, req=req, line=erow, file_id=fid)
             completions += 1
     for q in waits:

@@ -16,7 +16,7 @@ import numpy as np
 from ccmod.errors import CcmodInputError
 from workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                             OP_SEND, OP_WAIT, OP_WAITALL, WorkloadBuilder)
-from workloads.ti_colls import (COLL_ALIASES, COLL_USAGE, DTYPE_BYTES, KIND, ArgError, count,
+from workloads.ti_colls import (COLL_ALIASES, COLL_USAGE, KIND, ArgError, count, dtype,
                                 get_expand, integer, parse as parse_coll)
 
 _BIG = 9.0e18
@@ -284,7 +284,7 @@ class TIParser:
                         v = float(cnt)
                         if not 0.0 <= v < _MAXCOUNT:
                             raise ValueError
-                        elem = st.elem if dt is None else _dtype(dt)
+                        elem = st.elem if dt is None else dtype(dt)
                         nb = int(v * elem + 0.5)
                     if op == OP_SEND or op == OP_RECV:
                         req = -1
@@ -477,12 +477,3 @@ def _missing(seen, n: int, show: int = 6) -> list[int]:
 
 def _is_int(tok: str) -> bool:
     return tok.isdigit() or (tok[:1] == "-" and tok[1:].isdigit())
-
-
-def _dtype(tok: str) -> int:
-    try:
-        return DTYPE_BYTES[int(tok)]
-    except (ValueError, KeyError):
-        raise ArgError(f"unknown datatype id '{tok}'",
-                       "SimGrid ids: 0=double 1=int 2=char 3=short 4=long 5=float 6=byte "
-                       "... 59") from None

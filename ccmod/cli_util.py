@@ -1,0 +1,73 @@
+"""Helpers shared by the ``ccmod`` command modules: common options, JSON/text output, tables.
+
+Options that several commands declare with the same meaning (the engine options of
+``run`` and ``crosscheck``, the ``--json`` flag) are defined once here so their names,
+defaults and help stay identical everywhere.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+# -- options shared by several commands (typer reads these as parameter defaults) --------
+NETWORK_OPT = typer.Option("star", "--network", "-n",
+                           help="NAME[:key=value,...]; see `ccmod networks`.")
+SHARING_OPT = typer.Option("ccmod", help="ccmod (article: bandwidth availability) or maxmin.")
+SEND_MODE_OPT = typer.Option("rendezvous", help="rendezvous, eager or detached.")
+COMPUTE_RATE_OPT = typer.Option(1e9, help="flop/s for traces that count flops.")
+COST_OPT = typer.Option(None, help="Quiet-cost model JSON (from `ccmod fit`) or 'physical'.")
+MAP_OPT = typer.Option(None, "--map", help="Rank->node map: block:K, cyclic:K or FILE.")
+FORMAT_OPT = typer.Option("auto", "--format", help="Trace format (see `ccmod formats`).")
+COLLECTIVE_OPT = typer.Option(None, help="Force collective algorithms, e.g. allreduce=ring.")
+JSON_OPT = typer.Option(False, "--json", help="Print one JSON object on stdout.")
+
+
+def jsonable(x):
+    """``json.dumps`` fallback for numpy arrays and scalars (anything else is an error)."""
+    try:
+        import numpy as np
+        if isinstance(x, np.ndarray):
+            return x.tolist()
+        if isinstance(x, np.generic):
+            return x.item()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON serialisable: {type(x)}")
+
+
+def emit(data, json_: bool, lines) -> None:
+    """Print ``data`` as one JSON object (``--json``) or else the text ``lines``.
+
+    ``lines`` may also be a callable returning them, so text that is costly (or fails on
+    empty inputs) is only built when it is printed.
+    """
+    if json_:
+        typer.echo(json.dumps(data, default=jsonable))
+        return
+    for line in (lines() if callable(lines) else lines):
+        typer.echo(line)
+
+
+def console(out=None):
+    """A rich console on ``out`` (stdout) that prints text as given (no auto-colouring)."""
+    from rich.console import Console
+    return Console(file=out or sys.stdout, highlight=False, soft_wrap=True)
+
+
+def make_table(columns, rows, *, title: str | None = None, justify="left"):
+    """A borderless rich table; ``justify`` is one value or one per column.
+
+    Cells are converted with ``str``, so callers pass already formatted values where the
+    format matters.
+    """
+    from rich.table import Table
+    t = Table(title=title, show_edge=False)
+    columns = [str(c) for c in columns]
+    just = [justify] * len(columns) if isinstance(justify, str) else list(justify)
+    for c, j in zip(columns, just):
+        t.add_column(c, justify=j)
+    for row in rows:
+        t.add_row(*(str(x) for x in row))
+    return t
