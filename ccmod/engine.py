@@ -131,7 +131,8 @@ class Engine(HandlerMixin):
     def _block(self, r, state, t):
         self.block_state[r] = state
         self.t_block[r] = t
-        self._sig(t, "UPPR_PROC", r, "block", state)
+        if self.signals is not None:
+            self._sig(t, "UPPR_PROC", r, "block", state)
 
     # -- messages -----------------------------------------------------------------------
     def _send_side_done(self, m):
@@ -139,7 +140,9 @@ class Engine(HandlerMixin):
 
     def _post_send(self, m, t):
         self.t_post_send[m] = t
-        self._sig(t, "NEWSCOM", m, int(self.m.src[m]), int(self.m.dst[m]), int(self.m.nbytes[m]))
+        if self.signals is not None:  # building the arguments costs: only for the debug sink
+            self._sig(t, "NEWSCOM", m, int(self.m.src[m]), int(self.m.dst[m]),
+                      int(self.m.nbytes[m]))
         if self._eager[m] or self.t_post_recv[m] < INF:
             self._start(m, t)
 
@@ -151,24 +154,28 @@ class Engine(HandlerMixin):
     def _start(self, m, t):
         self.t_start[m] = t
         q = self._quiet[m]
-        self._sig(t, "COMMCOST", m, q)
+        if self.signals is not None:
+            self._sig(t, "COMMCOST", m, q)
         if self._intra[m] or q <= 0.0 or self._rptr[m] == self._rptr[m + 1]:
             self._push(t + q, _EV_MSG_END, m)
         elif self.sharing == "ccmod":
             res = self.m.route_res[self._rptr[m]:self._rptr[m + 1]]
-            self._sig(t, "MSGSTART", m, "route", *(int(x) for x in res))
+            if self.signals is not None:
+                self._sig(t, "MSGSTART", m, "route", *(int(x) for x in res))
             self.kernel.start(m, t, q, res)
         else:
             self._push(t + float(self.m.latency_s[m]), _EV_LAT_END, m)
 
     def _flow_start(self, m, t):
         res = self.m.route_res[self._rptr[m]:self._rptr[m + 1]]
-        self._sig(t, "MSGSTART", m, "route", *(int(x) for x in res))
+        if self.signals is not None:
+            self._sig(t, "MSGSTART", m, "route", *(int(x) for x in res))
         self.kernel.start(m, t, float(self.m.nbytes[m]), res, float(self.m.flow_cap_Bps[m]))
 
     def _done(self, m, t):
         self.t_end[m] = t
-        self._sig(t, "MSGEND", m)
+        if self.signals is not None:
+            self._sig(t, "MSGEND", m)
         if self._kind[m]:
             self._am_arrived(m, t)
             return
