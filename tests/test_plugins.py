@@ -1,0 +1,90 @@
+"""Third-party plugins arrive through entry points and work like built-in ones."""
+import numpy as np
+import pytest
+
+from ccmod.errors import CcmodInputError
+from ccmod.registry import Registry
+from netsys.base import Param
+from netsys.topologies import BuiltNetwork
+
+
+class Ring(BuiltNetwork):
+    """A unidirectional ring (a third party's network)."""
+
+    name = "ring3p"
+    description = "unidirectional ring: node i -> i+1 -> ... (test plugin)"
+    params = {"nodes": Param(int, None, "number of nodes"),
+              "bandwidth": Param(float, 1e9, "bytes/s per link"),
+              "latency": Param(float, 1e-6, "s per link")}
+
+    def build(self):
+        n = self.size_nodes()
+        self.nnodes = n
+        self.link_names = [f"ring{i}" for i in range(n)]
+        self.capacity_Bps = np.full((n, 2), self.values["bandwidth"])
+        self.latency_s = np.full((n, 2), self.values["latency"])
+
+    def route(self, src, dst):
+        hops, i = [], src
+        while i != dst:
+            hops.append((i, 0))
+            i = (i + 1) % self.nnodes
+        return hops
+
+
+class FakeEntryPoint:
+    def __init__(self, name, obj):
+        self.name, self._obj = name, obj
+
+    def load(self):
+        return self._obj
+
+
+@pytest.fixture
+def with_plugin(monkeypatch):
+    import ccmod.registry as reg
+    from netsys.registry import NETWORKS
+
+    def entry_points(group=None):
+        return [FakeEntryPoint("ring3p", Ring)] if group == "ccmod.networks" else []
+    monkeypatch.setattr(reg.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(NETWORKS, "_loaded_eps", False)
+    yield
+    NETWORKS._entries.pop("ring3p", None)
+
+
+def test_entry_point_network_is_listed_and_runs(with_plugin):
+    from ccmod.api import run
+    from netsys.networks import list_networks
+    from workloads.base import WorkloadBuilder
+    assert "ring3p" in set(list_networks()["name"])
+    b = WorkloadBuilder(4)
+    b.send(0, 3, 1000)
+    b.recv(3, 0, 1000)
+    r = run(b.build(), "ring3p:bandwidth=1e6")
+    # three hops of 1 us each, bytes at the bottleneck
+    assert r.makespan_s == pytest.approx(3e-6 + 1000 / 1e6)
+    assert r.messages.hops.iloc[0] == 3
+
+
+def test_unknown_name_lists_valid_ones():
+    r = Registry("thing")
+    r.add("alpha", object, "first")
+    with pytest.raises(CcmodInputError, match="valid: alpha"):
+        r.get("beta")
+
+
+def test_broken_plugin_is_reported_not_fatal(monkeypatch):
+    import ccmod.registry as reg
+
+    class Bad:
+        name = "bad"
+
+        def load(self):
+            raise ImportError("missing dependency foo")
+
+    monkeypatch.setattr(reg.metadata, "entry_points", lambda group=None: [Bad()])
+    r = Registry("thing", "ccmod.things")
+    assert "bad" in r.names()
+    with pytest.raises(CcmodInputError, match="failed to load"):
+        r.get("bad").factory()
