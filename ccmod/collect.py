@@ -68,9 +68,9 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     n_msgs = np.bincount(res, minlength=nres)
     n_bytes = np.bincount(res, weights=msgs.nbytes[msg_of_res].astype(float), minlength=nres)
     lr, lt0, lt1, lc = link_intervals(k.load_t, k.load_res, k.load_count, makespan)
-    dur = lt1 - lt0
-    area = np.bincount(lr, weights=lc * dur, minlength=nres)
-    busy = np.bincount(lr, weights=dur, minlength=nres)
+    # the kernels integrate contention as they go, so these hold without recording too
+    area = np.asarray(k.area, float)
+    busy = np.asarray(k.busy, float)
     peak = np.asarray(k.peak, np.int64)
     used = np.flatnonzero(n_msgs > 0)
     bg = network.background_flat()

@@ -72,6 +72,9 @@ class CcmodSharing:
         self.altval: dict[int, float] = {}
         self.altver: dict[int, int] = {}
         self.peak = [0] * nresources
+        self.area = [0.0] * nresources      # integral of contention over time
+        self.busy = [0.0] * nresources      # time with at least one message
+        self.t_chg = [0.0] * nresources     # last contention change
         self.bott_out: dict[int, int] = {}   # bottleneck resource of each finished message
         self.record_load = record_load
         self.load_t = array("d")
@@ -94,7 +97,13 @@ class CcmodSharing:
     def _set_count(self, r: int, t: float, delta: int) -> None:
         self.v_at[r] = self._vclock(r, t)
         self.t_at[r] = t
-        c = self.count[r] + delta
+        c0 = self.count[r]
+        if c0:
+            dt = t - self.t_chg[r]
+            self.area[r] += c0 * dt
+            self.busy[r] += dt
+        self.t_chg[r] = t
+        c = c0 + delta
         self.count[r] = c
         self.share[r] = self.free[r] / c if c > 0 else INF
         if c > self.peak[r]:
@@ -364,6 +373,9 @@ class MaxMinSharing:
         self.nres = nresources
         self.count = np.zeros(nresources, np.int64)
         self.peak = np.zeros(nresources, np.int64)
+        self.area = np.zeros(nresources)
+        self.busy = np.zeros(nresources)
+        self.t_chg = np.zeros(nresources)
         n0 = 64
         self.routes = np.full((n0, 4), -1, np.int32)
         self.active = np.zeros(n0, np.bool_)
@@ -410,6 +422,12 @@ class MaxMinSharing:
     def _count(self, route, t, delta):
         for r in route:
             r = int(r)
+            c0 = int(self.count[r])
+            if c0:
+                dt = t - self.t_chg[r]
+                self.area[r] += c0 * dt
+                self.busy[r] += dt
+            self.t_chg[r] = t
             self.count[r] += delta
             c = int(self.count[r])
             if c > self.peak[r]:

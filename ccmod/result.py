@@ -25,7 +25,8 @@ class RunResult:
     messages : DataFrame
         One row per message: msg_id, src, dst, tag, nbytes, t_post_s (first side posted),
         t_post_send_s, t_post_recv_s, t_start_s, t_end_s,
-        quiet_s, slowdown (actual transfer time / quiet time), bottleneck (resource id),
+        quiet_s, slowdown (actual transfer time / quiet time), bottleneck (the resource
+        that limited the message when it finished; -1 for intra-node messages),
         bottleneck_name, hops.
     links : DataFrame
         One row per used (link, direction) resource: resource, name, messages, bytes,

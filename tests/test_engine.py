@@ -248,3 +248,17 @@ def test_active_messages_round_trip_through_ti_text(tmp_path):
     a, b = run(w, STAR), run(w2, STAR)
     assert a.makespan_s == pytest.approx(b.makespan_s, rel=1e-9)
     assert a.ranks.handler_s.sum() == pytest.approx(2 * w.duration_s[w.op == 8].sum())
+
+
+def test_link_summary_does_not_depend_on_recording():
+    w = alltoall(5, 3000)
+    a = run(w, "fattree2:hosts_per_leaf=2,spines=2", record=True)
+    b = run(w, "fattree2:hosts_per_leaf=2,spines=2", record=False)
+    assert b.link_load is None
+    cols = ["resource", "messages", "bytes", "peak_active", "mean_active", "busy_s"]
+    assert np.allclose(a.links[cols].to_numpy(float), b.links[cols].to_numpy(float))
+    # and they agree with the recorded piecewise-constant intervals
+    ll = a.link_load
+    area = (ll.active * (ll.t_end_s - ll.t_start_s)).groupby(ll.resource).sum()
+    got = a.links.set_index("resource").mean_active * a.makespan_s
+    assert np.allclose(got.loc[area.index], area)
