@@ -112,7 +112,7 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                               source="--eager-limit")
     if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
         raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
-                              source="--intra")
+                              source="--intra-latency/--intra-bandwidth")
     if background is None:
         background = 0.0
     if not (0.0 <= float(background) < 1.0):
@@ -135,6 +135,10 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                "mapping": mapping, "cost": None if cost is None else str(cost),
                "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
+    options["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
+    if eager_limit_bytes and send_mode != "rendezvous":
+        options["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
+                                f"(every message is already sent {send_mode})")
     if sink_objs:
         from outputs.base import RunContext
         ctx = RunContext(network=net, workload=w, node_of_rank=node_of_rank, options=options,

@@ -50,6 +50,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except SystemExit:
         raise
+    except MemoryError:
+        print("ccmod: error: out of memory: the input or the parameters are too large for this "
+              "machine (use smaller sizes or a bigger machine)", file=sys.stderr)
+        sys.exit(2)
+    except OSError as exc:
+        # the environment refused a file operation (unwritable path, a directory, disk full)
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"ccmod: error: {where}{exc.strerror or exc} (check the path and its "
+              f"permissions)".replace("\n", " "), file=sys.stderr)
+        sys.exit(2)
     except Exception as exc:
         # usage errors (bad option, missing argument) from typer's click
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):

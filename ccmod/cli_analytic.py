@@ -186,8 +186,8 @@ def register(app: typer.Typer) -> None:
         map_: Optional[str] = MAP_OPT,
         fmt: str = FORMAT_OPT,
         So: Optional[float] = typer.Option(None, "--So",
-                                           help="LoPC handler time (s; default: the quiet "
-                                                "cost of a zero-byte message)."),
+                                           help="LoPC handler time (s; default: the mean "
+                                                "compute of the trace's request handlers)."),
         json_: bool = JSON_OPT,
     ):
         """Analytic (MVA, LoPC) vs engine on the same trace and network."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -25,18 +26,31 @@ def _progress_factory(total: int, enabled: bool):
     return prog, (lambda done: prog.update(task, completed=done))
 
 
+def _files_in(folder) -> list:
+    """Files already in an output folder (to tell the user about leftovers)."""
+    if folder is None or not Path(folder).is_dir():
+        return []
+    return [p for p in Path(folder).rglob("*") if p.is_file()]
+
+
 def print_summary(result, out=None) -> None:
     """Human summary: makespan, per-rank split, messages, busiest link."""
     con = console(out)
     s = result.summary()
     net = result.network
+    plural = lambda n, w: f"{n} {w}" + ("" if n == 1 else "s")  # noqa: E731
+    mode = result.send_mode
+    if mode == "rendezvous" and result.options.get("eager_limit_bytes"):
+        mode += f" (eager up to {result.options['eager_limit_bytes']} B)"
     con.print(f"[bold]ccmod[/bold] {result.options.get('trace', '')} on {net['name']} "
-              f"({net['nodes']} nodes, {net['links']} links), sharing={result.sharing}, "
-              f"send-mode={result.send_mode}")
+              f"({plural(net['nodes'], 'node')}, {plural(net['links'], 'link')}), "
+              f"sharing={result.sharing}, send-mode={mode}")
     con.print(f"makespan        {result.makespan_s:.9g} s")
     con.print(f"messages        {s['messages']:,} ({s['bytes']:,} bytes)")
     con.print(f"records         {s['records']:,} in {s['wall_s']:.3g} s "
               f"({s['records_per_s']:,.0f} records/s, {s['events']:,} event horizons)")
+    for note in s.get("notes", []):
+        con.print(f"note            {note}")
     b = s["busiest_link"]
     if b:
         con.print(f"busiest link    {b['name']}: peak contention {b['peak_active']}, "
@@ -84,17 +98,21 @@ def register(app: typer.Typer) -> None:
         if debug and out is None and report is None:
             raise CcmodInputError("--debug needs --out DIR (or --report DIR)", source="--debug")
         w = load_workload(trace, fmt, compute_rate, compute_scale, collective)
-        sinks = []
+        if background_levels and report is None:
+            raise CcmodInputError("needs --report DIR (the knee figure is part of the report)",
+                                  source="--background-levels")
         out_dir = report if report is not None else out
-        if out_dir is not None:
-            sinks.append("parquet")
-        if debug:
-            sinks.append("debug")
-        if sink:
-            sinks.extend(s.strip() for s in sink.split(",") if s.strip())
+        extra = [s.strip() for s in (sink or "").split(",") if s.strip()]
+        named = {s.split(":")[0] for s in extra}
+        # --out implies the parquet tables and --debug the debug sink (unless given with
+        # parameters in --sink, which then wins)
+        sinks = [s for s in (["parquet"] if out_dir is not None else []) +
+                 (["debug"] if debug else []) if s not in named] + extra
         if sinks and out_dir is None:
             raise CcmodInputError("sinks write files: give --out DIR", source="--sink")
+        stale = _files_in(out_dir)
         prog, cb = _progress_factory(w.nrecords, progress and not json_)
+        t_start = time.time()
         try:
             result = run(w, network, sharing=sharing, send_mode=send_mode,
                          eager_limit_bytes=eager_limit, cost=cost,
@@ -118,6 +136,11 @@ def register(app: typer.Typer) -> None:
             print_summary(result)
             if out_dir is not None:
                 print(f"tables written to {out_dir}/")
+        left = sorted(f for f in stale if f.exists() and f.stat().st_mtime < t_start)
+        if left:
+            print(f"ccmod: note: {out_dir} still holds {len(left)} file(s) from an earlier run "
+                  f"that this run did not rewrite (e.g. {left[0].relative_to(out_dir)})",
+                  file=sys.stderr)
             if report is not None:
                 print(f"report written to {Path(report) / 'report.html'}")
 

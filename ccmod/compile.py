@@ -36,6 +36,7 @@ class Messages:
     hops: np.ndarray        # int32[M]
     kind: np.ndarray        # int8[M] 0 point-to-point, 1 active-message request, 2 its reply
     handler_s: np.ndarray   # float64[M] handler time run on arrival (active messages)
+    notes: list             # things the user should know about this compilation
 
 
 def _rank_of_records(w: Workload) -> np.ndarray:
@@ -175,6 +176,19 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         cap = np.asarray(cost.bandwidth_Bps(nbytes), float)
     else:
         cap = np.full(M, np.inf)
+    notes = []
+    if sharing == "maxmin" and M:
+        # max-min moves the bytes over the links, so a lone message takes
+        # latency + bytes / min(model bandwidth, route capacity): that is its quiet time
+        net_m = ~intra & (hops > 0)
+        quiet = np.where(net_m, latency + nbytes / np.minimum(cap, bw), quiet)
+        fast = net_m & (cap > bw * (1 + 1e-9))
+        if fast.any():
+            notes.append(
+                f"the cost model's bandwidth (up to {cap[fast].max():.4g} B/s) exceeds the "
+                f"network's link capacity ({bw[fast].min():.4g} B/s) on {int(fast.sum())} "
+                f"message(s): with --sharing maxmin the links limit them; give the network a "
+                f"matching bandwidth= (with --sharing ccmod the cost model alone sets the time)")
     intra_q = intra_latency_s + nbytes / intra_bandwidth_Bps
     quiet = np.where(intra, intra_q, quiet)
     latency = np.where(intra, intra_q, latency)
@@ -184,4 +198,4 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst, tag=tag,
                     nbytes=nbytes, rec_msg=rec_msg, route_ptr=route_ptr, route_res=route_res,
                     quiet_s=quiet, latency_s=latency, flow_cap_Bps=cap, intra=intra,
-                    hops=hops.astype(np.int32), kind=kind, handler_s=handler_s)
+                    hops=hops.astype(np.int32), kind=kind, handler_s=handler_s, notes=notes)

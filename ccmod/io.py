@@ -16,7 +16,14 @@ def temp_path(path) -> Path:
     else goes through :func:`atomic_path`.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise CcmodInputError("is a directory, not a file", source=str(path),
+                              hint="give a file name")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise CcmodInputError(f"cannot write here: {exc.strerror or exc}", source=str(path),
+                              hint="check the path and its permissions") from None
     os.close(fd)
     # mkstemp makes 0600 files; outputs should get the usual permissions (umask)
     umask = os.umask(0)
@@ -32,11 +39,15 @@ def temp_path(path) -> Path:
 def atomic_path(path):
     """Yield a temporary path next to ``path``; rename it over ``path`` on success."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(path.parent)
     tmp = temp_path(path)
     try:
         yield Path(tmp)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise CcmodInputError(f"cannot write: {exc.strerror or exc}", source=str(path),
+                                  hint="check the path and its permissions") from None
     except BaseException:
         discard(tmp)
         raise

@@ -21,10 +21,13 @@ This is the only module where micro-optimisation belongs. Two sharing rules:
 
 :class:`MaxMinSharing` (SimGrid-compatible flow model)
     Bytes flow at max-min fair rates (progressive filling over resource capacities, an
-    optional per-flow cap) recomputed at every start and end; vectorised, O(A·hops) per event.
+    optional per-flow cap) recomputed once per event horizon by :func:`maxmin_fill`
+    (numba-compiled; it also runs as plain Python under ``NUMBA_DISABLE_JIT=1``).
 
 Both expose the same small interface used by :mod:`ccmod.engine`: ``start(m, t, work,
-resources, cap)``, ``next_time()``, ``pop_due(t)`` and contention bookkeeping recorded in
+resources, cap)``, ``next_time()``, ``pop_due(t)``, ``active_count()``, the bottleneck of
+each finished message in ``bott_out``, per-resource ``peak``/``area``/``busy`` contention
+statistics, and (when recording) every contention change in
 ``load_t``/``load_res``/``load_count`` (compact ``array`` buffers).
 """
 from __future__ import annotations

@@ -32,16 +32,21 @@ def make_report(result, workload, report_dir, *, network, background_levels=None
     """Write ``report_dir/report.html`` from the tables the parquet sink wrote there.
 
     With ``background_levels`` the engine runs once more per level (same trace and
-    network) so the report can show knee capacity with and without background load.
+    network, other options unchanged) and writes that run's tables into
+    ``report_dir/background-<level>/``, so the report can show knee capacity with and
+    without background load and ``ccmod report DIR --background-levels ...`` can rebuild it.
     """
+    from outputs.knee import knee_dirname
     from outputs.report import build_report
     levels = parse_levels(background_levels) if isinstance(background_levels, str) \
         else background_levels
-    extra = None
     if levels:
         from ccmod.api import run
-        extra = {}
+        main_bg = float(result.options.get("background", 0.0) or 0.0)
         for lv in levels:
-            extra[lv] = run(workload, network, background=lv, record=True, **(run_kwargs or {}))
+            if lv == main_bg:
+                continue  # the main run is this level
+            run(workload, network, background=lv, sinks=["parquet"],
+                out_dir=Path(report_dir) / knee_dirname(lv), **(run_kwargs or {}))
     return build_report(Path(report_dir), Path(report_dir) / "report.html",
-                        background_levels=extra)
+                        background_levels=levels)

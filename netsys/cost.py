@@ -213,6 +213,9 @@ class PiecewiseLinearCost(CostModel):
             text = p.read_text()
         except OSError as exc:
             raise CcmodInputError(f"cannot read cost model: {exc.strerror}", source=str(path))
+        except UnicodeDecodeError:
+            raise CcmodInputError("not a ccmod cost model (binary file, not JSON text)",
+                                  source=str(path), hint="write one with `ccmod fit`") from None
         try:
             d = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -113,7 +113,7 @@ class Mesh(_Grid):
     """1-D to 3-D mesh (no wrap-around), dimension-order routing."""
 
     name = "mesh"
-    description = "2-D/3-D mesh, dimension-order routing, injection link per node"
+    description = "1-D to 3-D mesh, dimension-order routing, injection link per node"
     wrap = False
 
 
@@ -122,5 +122,5 @@ class Torus(_Grid):
     """1-D to 3-D torus, dimension-order routing the shorter way round (+ on ties)."""
 
     name = "torus"
-    description = "2-D/3-D torus, dimension-order shortest-way routing (+ on ties)"
+    description = "1-D to 3-D torus, dimension-order shortest-way routing (+ on ties)"
     wrap = True

@@ -67,7 +67,8 @@ def make_network(spec: str, nodes_needed: int | None,
     if need is not None and net.nnodes < need:
         raise CcmodInputError(f"network '{name}' has {net.nnodes} nodes but the run needs {need}",
                               source=SRC, hint="use a bigger network or --map")
-    if cost is not None:
+    if cost is not None and not (isinstance(cost, str) and cost.strip().lower() in
+                                 ("none", "default")):
         net.set_cost(load_cost(cost))
     if background is not None:
         net.set_background(background)

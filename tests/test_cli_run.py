@@ -136,3 +136,42 @@ def test_rank_outside_network(tmp_path):
 
 def test_missing_file(tmp_path):
     one_line_error(ccmod("run", tmp_path / "nope.ti"), "nope.ti")
+
+
+def test_binary_cost_file_is_input_error(tmp_path):
+    p = write(tmp_path, GOOD)
+    bad = tmp_path / "model.json"
+    bad.write_bytes(bytes(range(256)))
+    one_line_error(ccmod("run", p, "--cost", bad), "model.json", "not a ccmod cost model")
+
+
+def test_unwritable_outputs_are_input_errors(tmp_path):
+    p = write(tmp_path, GOOD)
+    out = tmp_path / "run"
+    assert ccmod("run", p, "--out", out).returncode == 0
+    one_line_error(ccmod("report", out, "-o", "/proc/nope/r.html"), "/proc/nope")
+    one_line_error(ccmod("report", out, "-o", tmp_path), "is a directory")
+
+
+def test_empty_and_misnamed_traces(tmp_path):
+    one_line_error(ccmod("run", write(tmp_path, "", "e.ti")), "e.ti", "empty")
+    one_line_error(ccmod("run", write(tmp_path, "hello world\n", "h.ti")), "h.ti:1")
+
+
+def test_option_combinations(tmp_path):
+    p = write(tmp_path, GOOD)
+    one_line_error(ccmod("run", p, "--background-levels", "0,0.3"), "--report")
+    out = tmp_path / "o"
+    res = ccmod("run", p, "--out", out, "--sink", "parquet", "--json")
+    assert res.returncode == 0, res.stderr      # --out already implies parquet: no clash
+    res = ccmod("run", p, "--send-mode", "eager", "--eager-limit", "100", "--json")
+    assert "only matters with --send-mode rendezvous" in json.loads(res.stdout)["notes"][0]
+
+
+def test_report_background_levels_can_be_rebuilt(tmp_path):
+    p = write(tmp_path, GOOD)
+    rep = tmp_path / "rep"
+    assert ccmod("run", p, "--report", rep, "--background-levels", "0,0.3").returncode == 0
+    assert (rep / "background-0.3" / "messages.parquet").exists()
+    res = ccmod("report", rep, "-o", tmp_path / "again.html", "--background-levels", "0,0.3")
+    assert res.returncode == 0, res.stderr

@@ -74,6 +74,18 @@ def detect_format(path) -> str:
             continue
     if not matches:
         kind = "folder" if p.is_dir() else "file"
+        if p.is_file() and p.stat().st_size == 0:
+            raise CcmodInputError("the file is empty", source=str(p),
+                                  hint="give a trace with records")
+        # a file named like one format's files is read by it, so its parser can say which
+        # line is wrong instead of "unknown format"
+        if p.is_file():
+            name = p.name.lower()
+            for entry in READERS.entries():
+                r = entry.factory() if isinstance(entry.factory, type) else entry.factory
+                own = [e for e in getattr(r, "extensions", ()) if e not in (".txt", ".csv")]
+                if any(name.endswith(e) for e in own):
+                    return entry.name
         raise CcmodInputError(f"cannot recognise the trace format of this {kind}", source=str(p),
                               hint="give --format; valid formats: " + ", ".join(READERS.names()))
     if len(matches) > 1:

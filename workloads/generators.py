@@ -13,7 +13,7 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.registry import parse_spec
-from workloads.base import OP_ISEND, OP_SEND, Workload
+from workloads.base import OP_AMREQUEST, OP_ISEND, OP_SEND, Workload
 from workloads.gen_queueing import client_server, hotspot, reqreply, snakes, workpile
 from workloads.gen_regular import alltoall, halo2d, halo3d, ring, uniform, wavefront
 from workloads.registry import GENERATORS
@@ -120,10 +120,15 @@ def describe(kind: str) -> str:
 
 
 def summary(w: Workload) -> dict:
-    """Counts of a workload: ranks, records, messages (sends) and bytes sent."""
+    """Counts of a workload: ranks, records, messages and bytes sent.
+
+    An active-message request (``OP_AMREQUEST``) counts as two messages (request, reply).
+    """
     sends = np.isin(w.op, (OP_SEND, OP_ISEND))
-    return {"ranks": int(w.nranks), "records": int(w.nrecords), "messages": int(sends.sum()),
-            "bytes": int(w.nbytes[sends].sum())}
+    am = w.op == OP_AMREQUEST
+    return {"ranks": int(w.nranks), "records": int(w.nrecords),
+            "messages": int(sends.sum() + 2 * am.sum()),
+            "bytes": int(w.nbytes[sends].sum() + 2 * w.nbytes[am].sum())}
 
 
 def generate_file(spec: str, params: dict | None = None, seed: int = 0, output=None,
