@@ -136,6 +136,9 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
     options["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
+    if getattr(net.cost, "monotone", True) is False:
+        options["notes"].append("the cost model is not monotone in message size: a bigger "
+                                "message can be cheaper at a segment start")
     if eager_limit_bytes and send_mode != "rendezvous":
         options["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")

@@ -88,7 +88,11 @@ def register(app: typer.Typer) -> None:
             d = report.to_json()
             d["output"] = None if output is None else str(output)
             d["plot"] = None if plot is None else str(plot)
-            typer.echo(json.dumps(d, allow_nan=False))
+            try:
+                typer.echo(json.dumps(d, allow_nan=False))
+            except ValueError:
+                raise CcmodInputError("the fit produced non-finite numbers (check the input "
+                                      "for inf/NaN values)", source="ccmod fit") from None
             return
         typer.echo(report.text())
         if output is not None:

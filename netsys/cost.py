@@ -139,6 +139,12 @@ class PiecewiseLinearCost(CostModel):
             raise CcmodInputError("segment latency_s must be finite and >= 0", source=src)
         if not np.all(np.isfinite(self.seg_bandwidth_Bps)) or np.any(self.seg_bandwidth_Bps <= 0):
             raise CcmodInputError("segment bandwidth_Bps must be finite and > 0", source=src)
+        # a cost that drops at a segment start makes a bigger message cheaper (allowed, as
+        # some measured protocols switch that way, but the run reports it)
+        starts = self.min_bytes[1:]
+        before = self.seg_latency_s[:-1] + (starts - 1) / self.seg_bandwidth_Bps[:-1]
+        after = self.seg_latency_s[1:] + starts / self.seg_bandwidth_Bps[1:]
+        self.monotone = bool(np.all(after >= before - 1e-15))
 
     def _segment(self, nbytes):
         return np.clip(np.searchsorted(self.min_bytes, nbytes, side="right") - 1, 0,

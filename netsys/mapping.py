@@ -85,6 +85,9 @@ def _node_index(tok: str, path: str, lineno: int, what: str) -> int:
                               hint="lines are 'NODE' (in rank order) or 'RANK NODE'") from None
     if v < 0:
         raise CcmodInputError(f"{what} {v} is negative", source=path, line=lineno)
+    if v >= np.iinfo(np.int32).max:
+        raise CcmodInputError(f"{what} {v} is too large", source=path, line=lineno,
+                              hint=f"at most {np.iinfo(np.int32).max - 1}")
     return v
 
 

@@ -62,10 +62,19 @@ def read_simgrid_json(path) -> tuple[PiecewiseLinearCost, list[str], list[str]]:
     """
     src = str(path)
     text = read_text(path)
+    def finite(tok: str) -> float:
+        v = float(tok)
+        if not np.isfinite(v):
+            raise ValueError(tok)
+        return v
+
     try:
-        d = json.loads(text)
+        d = json.loads(text, parse_float=finite, parse_constant=lambda tok: finite(tok))
     except json.JSONDecodeError as exc:
         raise CcmodInputError(f"not valid JSON: {exc.msg}", source=src, line=exc.lineno) from None
+    except ValueError as exc:
+        raise CcmodInputError(f"non-finite number {exc} in the model", source=src,
+                              hint="every coefficient must be a finite number") from None
     if isinstance(d, dict) and d.get("format") == "ccmod-cost-model":
         raise CcmodInputError("already a ccmod cost model: use it directly with --cost", source=src)
     if not isinstance(d, dict) or not isinstance(d.get("seg"), list) or not d["seg"]:

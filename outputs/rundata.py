@@ -71,6 +71,26 @@ class RunData:
         return 0.0
 
 
+#: numeric run.json fields the report uses, and whether they must be whole numbers
+_NUMERIC_FIELDS = {"makespan_s": False, "packet_size_bytes": True, "background_level": False,
+                   "nranks": True}
+
+
+def _check_summary(summary: dict, path: Path) -> None:
+    """Fail with one line on a run.json whose numeric fields are not finite numbers."""
+    for key, whole in _NUMERIC_FIELDS.items():
+        v = summary.get(key)
+        if v is None:
+            continue
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v >= 0
+        if ok and whole:
+            ok = float(v).is_integer()
+        if not ok:
+            raise CcmodInputError(f"field '{key}' is {v!r}, not a finite non-negative "
+                                  f"{'whole number' if whole else 'number'}", source=str(path),
+                                  hint="re-run with --out DIR to rewrite the run directory")
+
+
 def _read(path: Path, columns=None) -> pd.DataFrame | None:
     if not path.exists():
         return None
@@ -111,12 +131,21 @@ def load_run(run_dir) -> RunData:
             raise CcmodInputError(f"cannot read run.json: {exc}", source=str(d / "run.json"))
         if not isinstance(summary, dict):
             raise CcmodInputError("run.json is not a JSON object", source=str(d / "run.json"))
+        _check_summary(summary, d / "run.json")
     notes: list[str] = []
     msgs = _read(d / "messages.parquet", _MSG_COLS + ["bottleneck", "bottleneck_name"])
     if msgs is None:
         notes.append("messages.parquet is missing: message figures are empty.")
         msgs = pd.DataFrame({c: np.zeros(0) for c in _MSG_COLS})
     states = _read(d / "rank_states.parquet")
+    for name, table, cols in (("messages.parquet", msgs, ("src", "dst", "t_start_s", "t_end_s")),
+                              ("rank_states.parquet", states,
+                               ("rank", "state", "t_start_s", "t_end_s"))):
+        if table is not None and not set(cols) <= set(table.columns):
+            missing = sorted(set(cols) - set(table.columns))
+            raise CcmodInputError(f"table lacks column(s) {', '.join(missing)}",
+                                  source=str(d / name),
+                                  hint="re-run with --out DIR to rewrite the run directory")
     if states is not None:
         st = states["state"]
         if isinstance(st.dtype, pd.CategoricalDtype):

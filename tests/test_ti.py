@@ -337,8 +337,13 @@ def test_missing_binary_and_empty_folder(tmp_path):
     b.write_bytes(b"\x00\x01\x02garbage")
     with pytest.raises(CcmodInputError, match="not a text file"):
         read_workload(b, fmt="ti")
-    with pytest.raises(CcmodInputError, match="cannot recognise"):
+    # named .ti, so auto-detection hands it to the TI reader, which says what is wrong
+    with pytest.raises(CcmodInputError, match="not a text file"):
         read_workload(b)
+    junk = tmp_path / "junk.bin2"
+    junk.write_bytes(b"\x00\x01\x02garbage")
+    with pytest.raises(CcmodInputError, match="cannot recognise"):
+        read_workload(junk)
     (tmp_path / "empty").mkdir()
     with pytest.raises(CcmodInputError, match="cannot recognise.*valid formats: .*ti"):
         read_workload(tmp_path / "empty")

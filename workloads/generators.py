@@ -101,6 +101,8 @@ def make(kind: str, params: dict | None = None, seed: int = 0,
             raise CcmodInputError(f"{kind}: unknown parameter '{key}'", source=source,
                                   hint="valid: " + ", ".join(valid))
         kwargs[key] = convert(kind, key, raw, valid[key], source) if valid is not None else raw
+    if not (0 <= int(seed) < 2**63):
+        raise CcmodInputError(f"seed {seed} must be a non-negative integer", source="--seed")
     return fn(**kwargs, seed=int(seed))
 
 

@@ -257,8 +257,29 @@ def _read_ccmod_csv(path: Path, compute_scale: float) -> Workload:
             raise CcmodInputError(f"bad value '{df[c].iloc[row]}' in column '{c}'",
                                   source=src, line=row + 4) from None
         arr = v.to_numpy()
-        if dt is not np.float64 and (np.asarray(arr, float) != np.round(np.asarray(arr, float))).any():
-            raise CcmodInputError(f"non-integer value in column '{c}'", source=src)
+        fl = np.asarray(arr, float)
+        if not np.all(np.isfinite(fl)):
+            row = int(np.flatnonzero(~np.isfinite(fl))[0])
+            raise CcmodInputError(f"value '{df[c].iloc[row]}' in column '{c}' is not finite",
+                                  source=src, line=row + 4)
+        if dt is not np.float64:
+            if (fl != np.round(fl)).any():
+                raise CcmodInputError(f"non-integer value in column '{c}'", source=src)
+            lim = np.iinfo(dt)
+            if arr.dtype.kind == "u":
+                out = arr > lim.max
+            elif arr.dtype.kind == "i":
+                out = (arr < lim.min) | (arr > lim.max)
+            else:  # floats or Python ints: 2**(bits-1) is exact in float64
+                out = (fl < lim.min) | (fl >= float(lim.max) + 1.0)
+            if out.any():
+                row = int(np.flatnonzero(out)[0])
+                raise CcmodInputError(f"value '{df[c].iloc[row]}' in column '{c}' is out of "
+                                      f"range for {np.dtype(dt).name}", source=src, line=row + 4)
+            # exact ints when pandas kept them (no float rounding of big values)
+            with np.errstate(invalid="ignore"):
+                cols[c] = (arr.astype(dt) if arr.dtype.kind in "iu" else fl.astype(dt))
+            continue
         cols[c] = arr.astype(dt)
     try:
         nranks = int(head["nranks"]) if "nranks" in head else None

@@ -33,8 +33,8 @@ def real(name: str, value, *, minimum: float | None = 0.0, strict: bool = False,
     return v
 
 
-def integer(name: str, value, *, minimum: int | None = 0) -> int:
-    """An integer (an integral float such as ``4.0`` is accepted) ``>= minimum``."""
+def integer(name: str, value, *, minimum: int | None = 0, maximum: int | None = None) -> int:
+    """An integer (an integral float such as ``4.0`` is accepted) in [minimum, maximum]."""
     if isinstance(value, bool):
         raise CcmodInputError(f"{name} must be an integer, got {value!r}")
     if isinstance(value, (numbers.Integral, np.integer)):
@@ -49,6 +49,9 @@ def integer(name: str, value, *, minimum: int | None = 0) -> int:
         v = int(f)
     if minimum is not None and v < minimum:
         raise CcmodInputError(f"{name} must be >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise CcmodInputError(f"{name} must be <= {maximum:,} (exact arithmetic grows with it), "
+                              f"got {v:,}")
     return v
 
 

@@ -168,7 +168,8 @@ def profile(workload, network, node_of_rank=None, sharing: str = "ccmod",
         # per message: the route entry with the largest trace-wide load (first on ties)
         key = load[res_col]
         order = np.lexsort((-key, msg_of))
-        first = np.r_[True, msg_of[order][1:] != msg_of[order][:-1]]
+        first = np.r_[True, msg_of[order][1:] != msg_of[order][:-1]] if len(order) else \
+            np.zeros(0, bool)
         pick = order[first]
         dem_w = np.zeros(len(res_all))
         dem_w[pick] = transfer[msg_of[pick]]
@@ -494,8 +495,9 @@ def crosscheck(trace, network="star", *, sharing: str = "ccmod", send_mode: str 
         rows.append({"resource": int(rid), "name": prof.resource_names[j], "bytes": b,
                      "engine_util": eu, "mva_util": mu,
                      "diff_pct": float(_pct(mu, eu)) if eu > 0 else np.nan})
-    links = pd.DataFrame(rows).sort_values(["bytes", "resource"], ascending=[False, True],
-                                           kind="mergesort").reset_index(drop=True)
+    cols = ["resource", "name", "bytes", "engine_util", "mva_util", "diff_pct"]
+    links = pd.DataFrame(rows, columns=cols).sort_values(
+        ["bytes", "resource"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
     notes = list(prof.notes)
     st = res.ranks
     waiting = float((st["recv_s"] + st["wait_s"] + st["barrier_s"]).sum())

@@ -33,6 +33,8 @@ METHODS = ("exact", "schweitzer", "bard")
 
 #: population vectors above which the exact multi-class recursion refuses to run
 MAX_EXACT_STATES = 2_000_000
+#: total population above which solve() refuses (runtime grows with the population)
+MAX_POPULATION = 1_000_000
 
 
 @dataclass
@@ -114,6 +116,11 @@ def _inputs(demands, population, think_time, servers, method):
     if len(N) != C:
         raise CcmodInputError(f"population has {len(N)} entries but demands have {C} "
                               f"class(es)", hint="give one population per row of demands")
+    if sum(N) > MAX_POPULATION:
+        # the exact recursion steps through every population level; the approximations
+        # iterate at fixed cost but keep population-sized intermediate arrays
+        raise CcmodInputError(f"population {sum(N)} is too large (at most {MAX_POPULATION:,})",
+                              hint="MVA results converge to the asymptotic bounds long before")
     if np.ndim(think_time) == 0:
         Z = np.full(C, v.real("think_time", think_time))
     else:

@@ -36,13 +36,17 @@ __all__ = ["states", "nonoverflow_states", "p_no_overflow", "overflow_rate",
 
 
 # --------------------------------------------------------------------------- state counting
+#: sizes above which the exact big-integer counts and the O(K) sums take too long
+MAX_N = 8192
+MAX_K = 10_000_000
+
 def states(N: int, K: int) -> int:
     """s(N, K): arrangements of ``K`` identical customers on ``N`` servers (eq. 3.1).
 
     s(N, K) = C(N + K - 1, K); s(0, 0) = 1 and s(0, K > 0) = 0 (recurrence 3.21).
     """
-    N = v.integer("N", N)
-    K = v.integer("K", K)
+    N = v.integer("N", N, maximum=MAX_N)
+    K = v.integer("K", K, maximum=MAX_K)
     if N == 0:
         return 1 if K == 0 else 0
     return math.comb(N + K - 1, K)
@@ -61,8 +65,8 @@ def nonoverflow_states(N: int, K: int, Q: int) -> int:
     t(512, 13*512, 64) takes milliseconds.  The tests check it against (3.27) and against
     brute-force enumeration.
     """
-    N = v.integer("N", N)
-    K = v.integer("K", K)
+    N = v.integer("N", N, maximum=MAX_N)
+    K = v.integer("K", K, maximum=MAX_K)
     Q = v.integer("Q", Q, minimum=-1)
     return _t(N, K, Q)
 
@@ -93,8 +97,8 @@ def p_no_overflow(N: int, K: int, Q: int) -> float:
     The fraction of time no queue holds more than ``Q`` messages.  The big-integer ratio is
     converted to float with Python's correctly rounded int/int division.
     """
-    N = v.integer("N", N, minimum=1)
-    K = v.integer("K", K)
+    N = v.integer("N", N, minimum=1, maximum=MAX_N)
+    K = v.integer("K", K, maximum=MAX_K)
     Q = v.integer("Q", Q)
     return _t(N, K, Q) / math.comb(N + K - 1, K)
 
@@ -115,8 +119,8 @@ def overflow_rate(N: int, K: int, Q: int, first_term_only: bool = False) -> floa
     ``first_term_only=True`` keeps only the i = 1 term (eq. 3.51):
     (N - 1) t(N - 1, K - Q, Q - 1) / s(N, K).
     """
-    N = v.integer("N", N, minimum=1)
-    K = v.integer("K", K)
+    N = v.integer("N", N, minimum=1, maximum=MAX_N)
+    K = v.integer("K", K, maximum=MAX_K)
     Q = v.integer("Q", Q)
     s = math.comb(N + K - 1, K)
     if first_term_only:
@@ -179,8 +183,8 @@ def imbalance_threshold(N: int, K: int) -> float:
 
     Equivalently the bottleneck queue grows sharply once K/N > 1/(B - 1) (3.66-3.68).
     """
-    N = v.integer("N", N, minimum=1)
-    K = v.integer("K", K, minimum=1)
+    N = v.integer("N", N, minimum=1, maximum=MAX_N)
+    K = v.integer("K", K, minimum=1, maximum=MAX_K)
     return (N + K) / K
 
 
@@ -223,8 +227,8 @@ def _log_G(N: int, Ks, B: float, b: int) -> np.ndarray:
 
 
 def _imbalanced_args(N, K, B, bottlenecks):
-    N = v.integer("N", N, minimum=1)
-    K = v.integer("K", K)
+    N = v.integer("N", N, minimum=1, maximum=MAX_N)
+    K = v.integer("K", K, maximum=MAX_K)
     B = v.real("B", B, strict=True)
     b = v.integer("bottlenecks", bottlenecks, minimum=1)
     if b > N:

@@ -1,0 +1,97 @@
+"""Bad inputs found by fuzzing the CLI: each must be one line on stderr and exit 2."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "traces"
+
+
+def ccmod(*args):
+    return subprocess.run([sys.executable, "-m", "ccmod", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+def one_line(res, *needles):
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("run")
+    assert ccmod("run", TRACES / "pingpong.ti", "--out", d).returncode == 0
+    return d
+
+
+@pytest.mark.parametrize("key,value", [("packet_size_bytes", float("nan")),
+                                       ("packet_size_bytes", "x"), ("makespan_s", []),
+                                       ("background_level", "x")])
+def test_report_rejects_bad_run_json(run_dir, tmp_path, key, value):
+    import shutil
+    d = tmp_path / "r"
+    shutil.copytree(run_dir, d)
+    summary = json.loads((d / "run.json").read_text())
+    summary[key] = value
+    (d / "run.json").write_text(json.dumps(summary))
+    one_line(ccmod("report", d, "-o", tmp_path / "r.html", "--background-levels", "0"), key)
+
+
+def test_report_rejects_table_that_is_a_directory(run_dir, tmp_path):
+    import shutil
+    d = tmp_path / "r"
+    shutil.copytree(run_dir, d)
+    (d / "rank_states.parquet").unlink()
+    (d / "rank_states.parquet").mkdir()
+    one_line(ccmod("report", d, "-o", tmp_path / "r.html"), "rank_states.parquet")
+
+
+@pytest.mark.parametrize("row,needle", [("0,send,1,1,1,0,9223372036854775808,5,0", "req"),
+                                        ("1e308,send,1,1,1,0,-1,5,0", "rank"),
+                                        ("0,send,4294967297,1,1,0,-1,5,0", "peer")])
+def test_csv_integer_columns_out_of_range(tmp_path, row, needle):
+    ok = tmp_path / "ok.csv"
+    assert ccmod("convert", TRACES / "pingpong.ti", ok).returncode == 0
+    head = ok.read_text().splitlines()[:3]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(head + [row, "1,recv,0,1,1,0,-1,5,0"]) + "\n")
+    one_line(ccmod("info", bad), needle, "out of range")
+
+
+def test_map_node_too_large(tmp_path):
+    m = tmp_path / "map.txt"
+    m.write_text("999999999999999999999\n0\n")
+    one_line(ccmod("run", TRACES / "pingpong.ti", "--map", m), "map.txt:1", "too large")
+
+
+def test_generate_negative_seed(tmp_path):
+    one_line(ccmod("generate", "halo2d", "--seed", "-1", "-o", tmp_path / "x.ti"), "--seed")
+
+
+def test_analytic_sizes_are_bounded():
+    one_line(ccmod("mva", "--demands", "0.1", "--population", "1e9"), "too large")
+    one_line(ccmod("overflow", "--N", "100000", "--K", "100000", "--Q", "16"), "N must be")
+
+
+def test_fit_rejects_non_finite_model(tmp_path, real_dir):
+    src = real_dir / "simgrid" / "dahu-calibration-models" / "pingpong_ckmeans.json"
+    d = json.loads(src.read_text())
+    d["latency_base"] = 1.0
+    text = json.dumps(d).replace('"latency_base": 1.0', '"latency_base": 1e400')
+    p = tmp_path / "inf.json"
+    p.write_text(text)
+    one_line(ccmod("fit", p, "--json"), "non-finite")
+
+
+def test_crosscheck_when_no_message_uses_the_network(tmp_path):
+    p = tmp_path / "self.ti"
+    p.write_text("0 compute 1000\n0 isend 0 0 8\n0 recv 0 0 8\n0 waitall\n")
+    res = ccmod("crosscheck", p)
+    assert res.returncode == 0, res.stderr
+    assert "stay inside a node" in res.stdout
