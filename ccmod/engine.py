@@ -110,8 +110,10 @@ class Engine(HandlerMixin):
         self._rptr = msgs.route_ptr.tolist()
         self._kind = msgs.kind.tolist()
         # messages whose transfer starts as soon as the send is posted
-        self._eager = ((msgs.nbytes <= eager_limit_bytes) if send_mode == "rendezvous"
-                       else np.ones(len(msgs.nbytes), bool)).tolist()
+        if send_mode == "rendezvous":
+            self._eager = ((msgs.nbytes <= eager_limit_bytes) & (eager_limit_bytes > 0)).tolist()
+        else:
+            self._eager = [True] * len(msgs.nbytes)
 
     # -- bookkeeping --------------------------------------------------------------------
     def _sig(self, t, name, *args):
@@ -123,7 +125,9 @@ class Engine(HandlerMixin):
         heapq.heappush(self.heap, (t, self.seq, kind, x))
 
     def _interval(self, r, state, t0, t1):
-        self.state_s[r, state] += t1 - t0
+        # handler time run inside the interval is counted in handler_s, not in the state
+        self.state_s[r, state] += t1 - t0 - self.h_inside[r]
+        self.h_inside[r] = 0.0
         if self.record and t1 > t0:
             a, b, c, d = self.st
             a.append(r); b.append(state); c.append(t0); d.append(t1)
@@ -323,7 +327,8 @@ class Engine(HandlerMixin):
                     if ver == self.comp_ver[r]:   # else: extended by a handler
                         self._interval(r, STATE_COMPUTE, self.comp_start[r], t)
                         self.block_state[r] = -1
-                        self._advance(r, t)
+                        if not self._busy_until(r, t):   # a handler that arrived just now
+                            self._advance(r, t)
                 elif kind == _EV_MSG_END:
                     self._done(x, t)
                 elif kind == _EV_LAT_END:

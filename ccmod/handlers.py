@@ -22,6 +22,7 @@ class HandlerMixin:
         self.hfree = [0.0] * nranks          # processor busy with handlers until
         self.handler_s = [0.0] * nranks      # total handler time run on each rank
         self.am_waiter: dict[int, int] = {}  # request message id -> waiting rank
+        self.h_inside = [0.0] * nranks       # handler time inside the current state interval
 
     def _am_request(self, r: int, m: int, t: float) -> None:
         """Rank r issues the request m (blocking until its reply's handler ran)."""
@@ -44,6 +45,10 @@ class HandlerMixin:
             self.comp_end[d] += h
             self.comp_ver[d] += 1
             self._push(self.comp_end[d], 0, (d, self.comp_ver[d]))
+            self.h_inside[d] += h
+        elif self.block_state[d] >= 0:
+            # a blocked rank resumes only after its handlers (see _busy_until)
+            self.h_inside[d] += h
         self._push(end, EV_HANDLER_END, m)
 
     def _handler_end(self, m: int, t: float) -> None:

@@ -249,7 +249,9 @@ class CcmodSharing:
                 continue
             g = self.group[r]
             vt = self._vclock(r, t)
-            tol = 1e-12 * max(1.0, abs(vt))
+            # rounding of the virtual clock only: relative to its magnitude, so a long busy
+            # period does not merge completions that are really apart
+            tol = 16 * 2.2e-16 * abs(vt)
             first = True
             while g:
                 vf, m2 = g[0]
