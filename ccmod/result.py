@@ -20,8 +20,9 @@ class RunResult:
     ranks : DataFrame
         One row per rank: rank, node, finish_s, compute_s, send_s, recv_s, wait_s,
         barrier_s (time spent in each state; blocked states count as communication/wait),
-        handler_s (active-message handler time run on the rank; it interrupts compute, so
-        it is also inside compute_s when it fell in a compute interval).
+        handler_s (active-message handler time run on the rank; it is not counted in the
+        state columns, so all of them add up to at most finish_s; in ``rank_states`` a
+        compute interval that a handler interrupted still shows as one compute interval).
     messages : DataFrame
         One row per message: msg_id, src, dst, tag, nbytes, t_post_s (first side posted),
         t_post_send_s, t_post_recv_s, t_start_s, t_end_s,
