@@ -50,6 +50,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except SystemExit:
         raise
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): stop quietly, like other Unix tools
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        sys.exit(0)
     except MemoryError:
         print("ccmod: error: out of memory: the input or the parameters are too large for this "
               "machine (use smaller sizes or a bigger machine)", file=sys.stderr)

@@ -98,6 +98,9 @@ def register(app: typer.Typer) -> None:
         if debug and out is None and report is None:
             raise CcmodInputError("--debug needs --out DIR (or --report DIR)", source="--debug")
         w = load_workload(trace, fmt, compute_rate, compute_scale, collective)
+        if background_levels:
+            from ccmod.reporting import parse_levels
+            parse_levels(background_levels)      # fail before a long run, not after
         if background_levels and report is None:
             raise CcmodInputError("needs --report DIR (the knee figure is part of the report)",
                                   source="--background-levels")

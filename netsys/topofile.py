@@ -23,7 +23,7 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from netsys.base import Param
-from netsys.topologies import BuiltNetwork, register
+from netsys.topologies import MAX_NODES, BuiltNetwork, register
 
 
 @register
@@ -77,6 +77,8 @@ class TopologyFile(BuiltNetwork):
                 if kw == "nodes":
                     if len(args) != 1 or not args[0].isdigit() or int(args[0]) < 1:
                         self._err("'nodes' takes one positive integer", lineno)
+                    if nnodes + int(args[0]) > MAX_NODES:
+                        self._err(f"too many nodes (at most {MAX_NODES})", lineno)
                     args = [str(nnodes + i) for i in range(int(args[0]))]
                 if not args:
                     self._err(f"'{kw}' needs at least one name", lineno)

@@ -97,14 +97,17 @@ class BuiltNetwork(Network):
         for key, v in self.values.items():
             if v is None:
                 continue
-            if "bandwidth" in key and not (math.isfinite(v) and v > 0):
-                self.fail(f"parameter '{key}={v}' of network '{self.name}' must be > 0 "
-                          "(bytes/s)")
-            if "latency" in key and not (math.isfinite(v) and v >= 0):
-                self.fail(f"parameter '{key}={v}' of network '{self.name}' must be >= 0 "
-                          "(seconds)")
+            if "bandwidth" in key and not (math.isfinite(v) and 1.0 <= v <= 1e18):
+                self.fail(f"parameter '{key}={v}' of network '{self.name}' must be between "
+                          "1 and 1e18 (bytes/s)")
+            if "latency" in key and not (math.isfinite(v) and 0 <= v <= 1e4):
+                self.fail(f"parameter '{key}={v}' of network '{self.name}' must be between "
+                          "0 and 1e4 (seconds)")
             if key in _COUNT_PARAMS and v < 1:
                 self.fail(f"parameter '{key}={v}' of network '{self.name}' must be >= 1")
+            if key in _COUNT_PARAMS and v > MAX_NODES:
+                self.fail(f"parameter '{key}={v}' of network '{self.name}' is too large",
+                          hint=f"at most {MAX_NODES}")
             if key == "seed" and v < 0:
                 self.fail(f"parameter 'seed={v}' of network '{self.name}' must be >= 0")
 

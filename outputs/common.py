@@ -169,6 +169,7 @@ def _segmented_running_max_prev(group, values):
     starts = np.r_[True, group[1:] != group[:-1]]
     gid = np.cumsum(starts) - 1
     vmin = float(values.min())
+    check_ns_range(values - vmin)
     v_ns = np.rint((values - vmin) * 1e9).astype(np.int64)
     span = int(v_ns.max()) + 1
     if int(gid[-1]) * span < 2 ** 62:
@@ -295,8 +296,23 @@ def dumps(obj, **kw) -> str:
     return json.dumps(jsonable(obj), default=json_default, allow_nan=False, **kw)
 
 
+#: the largest time (s) whose nanoseconds fit an int64 (about 292 years)
+MAX_NS_SECONDS = 9.2e9
+
+
+def check_ns_range(t, what: str = "simulated time") -> None:
+    """Fail with one line when times cannot be written as int64 nanoseconds."""
+    a = np.asarray(t, np.float64)
+    if a.size and not (np.all(np.isfinite(a)) and np.abs(a).max() < MAX_NS_SECONDS):
+        raise CcmodInputError(f"{what} reaches {np.nanmax(np.abs(a)):.3g} s: too long for "
+                              "nanosecond timestamps (limit 9.2e9 s)", source="--sink",
+                              hint="check the network parameters (latency, bandwidth) and the "
+                                   "compute rate")
+
+
 def seconds_to_ns(t) -> np.ndarray:
     """Seconds → integer nanoseconds (monotone rounding, so order is preserved)."""
+    check_ns_range(t)
     return np.rint(np.asarray(t, np.float64) * 1e9).astype(np.int64)
 
 

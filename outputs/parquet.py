@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ccmod.errors import CcmodInputError
 from ccmod.io import atomic_path, atomic_write_text
 from outputs.base import Sink
 from outputs.common import (ALL_STATE_NAMES, MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE,
@@ -73,7 +74,13 @@ class _Stream:
         self.final = final
         self.schema = schema
         self.tmp = temp_name(final)
-        self.writer = pq.ParquetWriter(str(self.tmp), schema, compression=compression)
+        try:
+            self.writer = pq.ParquetWriter(str(self.tmp), schema, compression=compression)
+        except (pa.ArrowException, ValueError, TypeError):
+            discard(self.tmp)
+            raise CcmodInputError(f"unsupported Parquet compression '{compression}'",
+                                  source="--sink",
+                                  hint="use snappy, gzip, zstd, brotli, lz4 or none") from None
         self.rows = 0
 
     def write(self, table: pa.Table) -> None:

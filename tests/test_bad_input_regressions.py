@@ -95,3 +95,26 @@ def test_crosscheck_when_no_message_uses_the_network(tmp_path):
     res = ccmod("crosscheck", p)
     assert res.returncode == 0, res.stderr
     assert "stay inside a node" in res.stdout
+
+
+def test_second_fuzz_round(tmp_path):
+    pp = TRACES / "pingpong.ti"
+    one_line(ccmod("run", pp, "--sink", "parquet:compression=bogus", "--out", tmp_path / "o"),
+             "compression")
+    one_line(ccmod("generate", "uniform", "-p", "fanout=99999999999999999999", "-o",
+                   tmp_path / "u.ti"), "too large")
+    one_line(ccmod("generate", "halo3d", "-p", "py=1000000", "-o", tmp_path / "h.ti"),
+             "too large")
+    import gzip
+    data = gzip.compress(pp.read_bytes())[:100]
+    (tmp_path / "t.ti.gz").write_bytes(data)
+    one_line(ccmod("info", tmp_path / "t.ti.gz"), "t.ti.gz", "truncated")
+    # a bad level fails before the run, not after its tables are written
+    one_line(ccmod("run", pp, "--report", tmp_path / "r", "--background-levels", "1"),
+             "--background-levels")
+    assert not (tmp_path / "r").exists()
+    # simulated times beyond int64 nanoseconds cannot go into Perfetto/Paraver files
+    long = tmp_path / "long.ti"
+    long.write_text("0 compute 1e11\n1 compute 1\n")
+    one_line(ccmod("run", long, "--compute-rate", "1", "--sink", "perfetto", "--out",
+                   tmp_path / "p"), "nanosecond")

@@ -252,9 +252,11 @@ def test_topology_file_errors(tmp_path, text, line):
 @pytest.mark.parametrize("spec, needed, pattern", [
     ("nosuchnet", 2, r"unknown network 'nosuchnet'.*valid: .*star"),
     ("star:bandwith=1e9", 2, r"unknown parameter 'bandwith'.*valid: bandwidth, latency, nodes"),
-    ("star:bandwidth=0", 2, r"'bandwidth=.*must be > 0"),
+    ("star:bandwidth=0", 2, r"'bandwidth=.*must be between 1 and 1e18"),
+    ("bus:bandwidth=1e-300", 2, r"'bandwidth=.*must be between 1 and 1e18"),
+    ("fattree2:spines=2147483648", 2, r"spines=2147483648.*too large"),
     ("star:bandwidth=fast", 2, r"'bandwidth=fast'.*not a valid float"),
-    ("star:latency=-1e-6", 2, r"'latency=.*must be >= 0"),
+    ("star:latency=-1e-6", 2, r"'latency=.*must be between 0 and 1e4"),
     ("star:nodes=2.5", 2, r"'nodes=2.5'.*not a valid int"),
     ("star:nodes=4", 8, r"nodes=4 but the run needs 8"),
     ("fattree2:route=random", 4, r"must be one of dmodk, smodk, sum"),

@@ -15,8 +15,13 @@ def need(cond: bool, gen: str, what: str, hint: str | None = None) -> None:
         raise CcmodInputError(what, source=f"generator {gen}", hint=hint)
 
 
+#: largest rank count a generator builds (as many as the largest network has nodes)
+MAX_RANKS = 1 << 20
+
+
 def check_ranks(gen: str, nranks: int, minimum: int = 1) -> None:
     need(int(nranks) >= minimum, gen, f"nranks={nranks} must be >= {minimum}")
+    need(int(nranks) <= MAX_RANKS, gen, f"nranks={nranks} is too large (at most {MAX_RANKS})")
 
 
 def check_nonneg(gen: str, **values) -> None:

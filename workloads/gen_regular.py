@@ -143,7 +143,8 @@ def _halo(g: str, dims: tuple[int, ...], iterations: int, nbytes: int, compute_s
     for k, d in zip("xyz", dims):
         need(int(d) >= 1, g, f"p{k}={d} must be >= 1")
     check_nonneg(g, iterations=iterations, nbytes=nbytes, compute_s=compute_s)
-    nranks = int(np.prod(dims))
+    nranks = int(np.prod([int(d) for d in dims], dtype=object))
+    check_ranks(g, nranks)
     rng = np.random.default_rng(seed)
     b = WorkloadBuilder(nranks)
     req = Reqs(nranks)
@@ -220,6 +221,7 @@ def wavefront(px: int = 4, py: int = 4, kblocks: int = 10, angle_blocks: int = 1
     """
     g = "wavefront"
     need(px >= 1 and py >= 1, g, f"px={px}, py={py} must be >= 1")
+    check_ranks(g, int(px) * int(py))
     need(1 <= octants <= 8, g, f"octants={octants} must be in 1..8")
     check_nonneg(g, kblocks=kblocks, angle_blocks=angle_blocks, iterations=iterations,
                  nbytes_x=nbytes_x, nbytes_y=nbytes_y, block_compute_s=block_compute_s)

@@ -101,6 +101,10 @@ def make(kind: str, params: dict | None = None, seed: int = 0,
             raise CcmodInputError(f"{kind}: unknown parameter '{key}'", source=source,
                                   hint="valid: " + ", ".join(valid))
         kwargs[key] = convert(kind, key, raw, valid[key], source) if valid is not None else raw
+    for key, val in kwargs.items():
+        if isinstance(val, (int, float)) and not isinstance(val, bool) and abs(val) > 1e12:
+            raise CcmodInputError(f"{kind}: {key}={val} is too large", source=source,
+                                  hint="at most 1e12")
     if not (0 <= int(seed) < 2**63):
         raise CcmodInputError(f"seed {seed} must be a non-negative integer", source="--seed")
     return fn(**kwargs, seed=int(seed))

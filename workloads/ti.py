@@ -40,7 +40,8 @@ def read_text(path: Path) -> str:
         raise CcmodInputError("not a text file (cannot decode as UTF-8)", source=str(path),
                               hint="is this a binary trace? try --format") from None
     except (OSError, EOFError) as exc:
-        raise CcmodInputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        raise CcmodInputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}",
+                              source=str(path), hint="is the file truncated?") from None
     if "\x00" in text:
         raise CcmodInputError("not a text file (contains NUL bytes)", source=str(path),
                               hint="is this a binary trace? try --format")

@@ -232,8 +232,12 @@ def _lopc_inputs(w, rank, msgs, comp, So_s):
         So = float(np.mean(all_h)) if all_h.size else 0.0
     else:
         So = float(So_s)
-    Co2 = float(np.var(all_h) / np.mean(all_h) ** 2) if all_h.size > 1 and np.mean(all_h) > 0 \
-        else 1.0
+    mean_h = float(np.mean(all_h)) if all_h.size else 0.0
+    # handlers that round to zero time (absurd compute rates) have no variability to speak of
+    Co2 = float(np.var(all_h) / mean_h ** 2) if all_h.size > 1 and mean_h ** 2 > 0 else \
+        (0.0 if all_h.size > 1 else 1.0)
+    if not np.isfinite(Co2):
+        Co2 = 0.0
     Co2 = 0.0 if Co2 < 1e-12 else Co2         # constant handlers: float noise of np.var
     requests = np.bincount(msgs.src[req], minlength=P).astype(float)
     h_comp = np.bincount(rank[hrec], weights=w.duration_s[hrec], minlength=P)
