@@ -26,7 +26,6 @@ unbounded): ``Tquiet(n) = latency_s[k] + n / bandwidth_Bps[k] + per_hop_latency_
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -233,7 +232,3 @@ class PiecewiseLinearCost(CostModel):
         parts = [f"[{int(m)}B..): {a * 1e6:.3g}us + n/{b / 1e6:.4g}MB/s"
                  for m, a, b in zip(self.min_bytes, self.seg_latency_s, self.seg_bandwidth_Bps)]
         return "piecewise-linear " + "; ".join(parts)
-
-
-def _finite_pos(x: float) -> bool:
-    return math.isfinite(x) and x > 0
