@@ -20,20 +20,14 @@ INTRA_BANDWIDTH_BPS = 5e9
 
 def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_scale: float = 1.0,
                   collectives=None):
-    """Read a trace file (any registered format) or pass a Workload through."""
+    """Read a trace file (any registered format) or pass a Workload through.
+
+    :func:`workloads.read_workload` validates the rates and parses ``collectives`` strings.
+    """
     from workloads.base import Workload
     if isinstance(trace, Workload):
         return trace
-    if not (compute_rate > 0 and np.isfinite(compute_rate)):
-        raise CcmodInputError(f"compute rate must be a positive number, got {compute_rate}",
-                              source="--compute-rate")
-    if not (compute_scale >= 0 and np.isfinite(compute_scale)):
-        raise CcmodInputError(f"compute scale must be >= 0, got {compute_scale}",
-                              source="--compute-scale")
     from workloads import read_workload
-    if isinstance(collectives, str):
-        from workloads.collectives import parse_collective_option
-        collectives = parse_collective_option(collectives)
     return read_workload(trace, fmt, compute_rate=compute_rate, compute_scale=compute_scale,
                          collectives=collectives)
 
@@ -99,6 +93,7 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     """
     from ccmod.collect import collect
     from ccmod.compile import compile_messages
+    from netsys.mapping import nodes_needed as count_nodes
     from netsys.mapping import rank_to_node
 
     if sharing not in SHARINGS:
@@ -120,11 +115,8 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                               source="--background")
     w = load_workload(trace, fmt, compute_rate, compute_scale, collectives)
     t0 = time.perf_counter()
-    node_of_rank = rank_to_node(mapping, w.nranks)
-    if isinstance(node_of_rank, tuple):
-        node_of_rank = node_of_rank[0]
-    node_of_rank = np.asarray(node_of_rank, np.int64)
-    nodes_needed = int(node_of_rank.max()) + 1 if node_of_rank.size else 1
+    node_of_rank = rank_to_node(mapping, w.nranks).astype(np.int64)
+    nodes_needed = max(count_nodes(node_of_rank), 1)
     net = load_network(network, nodes_needed, cost=cost, background=background)
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
