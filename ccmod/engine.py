@@ -24,7 +24,8 @@ from collections import deque
 import numpy as np
 
 from ccmod.errors import CcmodInputError, DeadlockError
-from ccmod.handlers import EV_HANDLER_END, EV_RESUME, HandlerMixin
+from ccmod.handlers import (EV_COMPUTE as _EV_COMPUTE, EV_HANDLER_END, EV_LAT_END as _EV_LAT_END,
+                            EV_MSG_END as _EV_MSG_END, EV_RESUME, HandlerMixin)
 from ccmod.kernel import CcmodSharing, MaxMinSharing
 from outputs.base import STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT
 from workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
@@ -32,7 +33,6 @@ from workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_I
 
 SEND_MODES = ("rendezvous", "eager", "detached")
 SHARINGS = ("ccmod", "maxmin")
-_EV_COMPUTE, _EV_MSG_END, _EV_LAT_END = 0, 1, 2
 INF = float("inf")
 
 

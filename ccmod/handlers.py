@@ -12,7 +12,8 @@ from __future__ import annotations
 from outputs.base import STATE_WAIT
 
 INF = float("inf")
-EV_HANDLER_END, EV_RESUME = 3, 4
+#: timer-heap event kinds of the engine (kept here so handlers can schedule compute ends)
+EV_COMPUTE, EV_MSG_END, EV_LAT_END, EV_HANDLER_END, EV_RESUME = range(5)
 
 
 class HandlerMixin:
@@ -44,7 +45,7 @@ class HandlerMixin:
             # preemptive handler: the compute in progress finishes h later
             self.comp_end[d] += h
             self.comp_ver[d] += 1
-            self._push(self.comp_end[d], 0, (d, self.comp_ver[d]))
+            self._push(self.comp_end[d], EV_COMPUTE, (d, self.comp_ver[d]))
             self.h_inside[d] += h
         elif self.block_state[d] >= 0:
             # a blocked rank resumes only after its handlers (see _busy_until)
