@@ -27,7 +27,7 @@ import time
 
 def build(case: str, scale: float):
     import numpy as np
-    from workloads.base import WorkloadBuilder
+    from ccmod.workloads.base import WorkloadBuilder
     rng = np.random.default_rng(1)
     if case == "light":
         P, iters = 64, max(1, int(2000 * scale))

@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from outputs.report import build_report  # noqa: E402
-from outputs.sinks import make_sinks  # noqa: E402
-from outputs.synthetic import synthetic_run  # noqa: E402
+from ccmod.outputs.report import build_report  # noqa: E402
+from ccmod.outputs.sinks import make_sinks  # noqa: E402
+from ccmod.outputs.synthetic import synthetic_run  # noqa: E402
 
 
 def main(argv=None) -> dict:

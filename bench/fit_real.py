@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ccmod.errors import CcmodError  # noqa: E402
-from netsys.fit_report import fit_files, pair_summary  # noqa: E402
-from netsys.fit_text import fmt_bw, fmt_time  # noqa: E402
+from ccmod.netsys.fit_report import fit_files, pair_summary  # noqa: E402
+from ccmod.netsys.fit_text import fmt_bw, fmt_time  # noqa: E402
 
 
 def seg_cell(model) -> str:

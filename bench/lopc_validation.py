@@ -30,7 +30,7 @@ import pandas as pd
 
 from ccmod import api
 from ccmod.analytic import lopc
-from workloads.gen_queueing import reqreply
+from ccmod.workloads.gen_queueing import reqreply
 
 
 def one(P, W, So, requests, dist, send_mode, seed, model="am", sharing="maxmin"):

@@ -24,21 +24,21 @@ def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_s
 
     :func:`workloads.read_workload` validates the rates and parses ``collectives`` strings.
     """
-    from workloads.base import Workload
+    from ccmod.workloads.base import Workload
     if isinstance(trace, Workload):
         return trace
-    from workloads import read_workload
+    from ccmod.workloads import read_workload
     return read_workload(trace, fmt, compute_rate=compute_rate, compute_scale=compute_scale,
                          collectives=collectives)
 
 
 def load_network(spec, nodes_needed: int, cost=None, background=None):
     """Build a network from a spec string (or pass a Network through)."""
-    from netsys.base import Network
+    from ccmod.netsys.base import Network
     if isinstance(spec, Network):
         net = spec
         if cost is not None:
-            from netsys.networks import load_cost
+            from ccmod.netsys.networks import load_cost
             net.set_cost(load_cost(cost))
         if background is not None:
             net.set_background(background)
@@ -46,7 +46,7 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
             raise CcmodInputError(f"network '{net.name}' has {net.nnodes} nodes but the run needs "
                                   f"{nodes_needed}", source="--network")
         return net
-    from netsys.networks import make_network
+    from ccmod.netsys.networks import make_network
     return make_network(spec, nodes_needed, cost=cost, background=background)
 
 
@@ -93,8 +93,8 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     """
     from ccmod.collect import collect
     from ccmod.compile import compile_messages
-    from netsys.mapping import nodes_needed as count_nodes
-    from netsys.mapping import rank_to_node
+    from ccmod.netsys.mapping import nodes_needed as count_nodes
+    from ccmod.netsys.mapping import rank_to_node
 
     if sharing not in SHARINGS:
         raise CcmodInputError(f"unknown sharing rule '{sharing}'", source="--sharing",
@@ -135,7 +135,7 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
         options["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
     if sink_objs:
-        from outputs.base import RunContext
+        from ccmod.outputs.base import RunContext
         ctx = RunContext(network=net, workload=w, node_of_rank=node_of_rank, options=options,
                          out_dir=Path(out_dir) if out_dir is not None else None)
         for s in sink_objs:
@@ -161,7 +161,7 @@ def _make_sinks(sinks, out_dir):
     names = [s for s in sinks if isinstance(s, str)]
     objs = [s for s in sinks if not isinstance(s, str)]
     if names:
-        from outputs.sinks import make_sinks
+        from ccmod.outputs.sinks import make_sinks
         objs = make_sinks(",".join(names), out_dir) + objs
     return objs
 

@@ -58,8 +58,8 @@ def register(app: typer.Typer) -> None:
                                                             "per-size table, errors)."),
     ) -> None:
         """Fit a piecewise-linear quiet-network cost model (latency + bandwidth per size range)."""
-        from netsys.fit_report import fit_files
-        from netsys.pingpong import FORMATS, ReadOptions
+        from ccmod.netsys.fit_report import fit_files
+        from ccmod.netsys.pingpong import FORMATS, ReadOptions
 
         if fmt not in FORMATS:
             raise CcmodInputError(f"unknown input format '{fmt}'", source="--format",
@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
                 raise CcmodInputError(f"cannot write model: {exc.strerror or exc}",
                                       source=str(output)) from None
         if plot is not None:
-            from netsys.fit_plot import plot_fit
+            from ccmod.netsys.fit_plot import plot_fit
             plot_fit(report, plot)
         if json_out:
             d = report.to_json()

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     ) -> None:
         """Generate a synthetic workload (all-to-all, halo, wavefront, work-pile, Snakes, ...)."""
-        from workloads.generators import GENERATORS, describe, generate_file, parameters
+        from ccmod.workloads.generators import GENERATORS, describe, generate_file, parameters
         if kind is None and not list_:
             raise CcmodInputError("missing generator KIND",
                                   hint="e.g. ccmod generate halo2d:px=8,py=8 -o halo.txt; "

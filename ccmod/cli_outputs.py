@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
         json_: bool = JSON_OPT,
     ):
         """Write one self-contained HTML report of a run directory."""
-        from outputs.report import build_report
+        from ccmod.outputs.report import build_report
         out = output if output is not None else Path(run_dir) / "report.html"
         levels = parse_levels(background_levels)
         knee = parse_knee_runs(knee_run)
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
     @app.command("sinks")
     def sinks_cmd(json_: bool = typer.Option(False, "--json", help="JSON list.")):
         """List the output sinks (use with ccmod run --sink NAME[:key=value,...])."""
-        from outputs.sinks import list_sinks
+        from ccmod.outputs.sinks import list_sinks
         rows = list_sinks()
         if json_:
             print(json.dumps(rows))

@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
     @app.command("networks")
     def networks_cmd(json_: bool = typer.Option(False, "--json", help="JSON list.")):
         """List the network models with their parameters and defaults."""
-        from netsys.networks import list_networks
+        from ccmod.netsys.networks import list_networks
         df = list_networks()
         if json_:
             print(df.to_json(orient="records"))

@@ -66,8 +66,8 @@ def register(app: typer.Typer) -> None:
         json_: bool = JSON_OPT,
     ):
         """Statistics of a trace: records per op, messages, sizes, top pairs, compute."""
-        from workloads import read_workload
-        from workloads.info import info
+        from ccmod.workloads import read_workload
+        from ccmod.workloads.info import info
         w = read_workload(trace, fmt, compute_rate=compute_rate, collectives=collective)
         d = info(w, top=top)
         if json_:
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         json_: bool = JSON_OPT,
     ):
         """Convert a trace to SimGrid TI, ccmod Parquet or ccmod CSV."""
-        from workloads.info import convert
+        from ccmod.workloads.info import convert
         d = convert(src, dst, from_, to, compute_rate=compute_rate, collectives=collective)
         emit(d, json_, [f"wrote {d['output']} ({d['to']}): {d['nranks']:,} ranks, "
                         f"{d['records']:,} records from {d['input']} ({d['from']})"])
@@ -94,7 +94,7 @@ def register(app: typer.Typer) -> None:
     @app.command("formats")
     def formats_cmd(json_: bool = JSON_OPT):
         """List the trace formats ccmod reads (and which it can write)."""
-        from workloads import list_formats
+        from ccmod.workloads import list_formats
         df = list_formats()
         if json_:
             print(json.dumps({"formats": df.to_dict(orient="records")}))

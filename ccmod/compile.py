@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads.base import (OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_NAMES, OP_RECV, OP_SEND,
+from ccmod.workloads.base import (OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_NAMES, OP_RECV, OP_SEND,
                             Workload)
 
 

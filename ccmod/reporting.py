@@ -36,8 +36,8 @@ def make_report(result, workload, report_dir, *, network, background_levels=None
     ``report_dir/background-<level>/``, so the report can show knee capacity with and
     without background load and ``ccmod report DIR --background-levels ...`` can rebuild it.
     """
-    from outputs.knee import knee_dirname
-    from outputs.report import build_report
+    from ccmod.outputs.knee import knee_dirname
+    from ccmod.outputs.report import build_report
     levels = parse_levels(background_levels) if isinstance(background_levels, str) \
         else background_levels
     if levels:

@@ -137,9 +137,9 @@ def _check_number(name, v, lo=None, lo_open=False, hi=None, integer=False):
 
 
 def _check_network(spec) -> None:
-    from netsys.base import Network, parse_params
-    from netsys.networks import SRC
-    from netsys.registry import NETWORKS
+    from ccmod.netsys.base import Network, parse_params
+    from ccmod.netsys.networks import SRC
+    from ccmod.netsys.registry import NETWORKS
     from ccmod.registry import parse_spec
     if isinstance(spec, Network):
         return
@@ -157,7 +157,7 @@ def _resolve_cost(value, cache: dict):
     Loading here validates the file before anything runs and lets remote workers (which
     may not see the file) receive the model itself.
     """
-    from netsys.networks import load_cost
+    from ccmod.netsys.networks import load_cost
     if value is None or (isinstance(value, str) and value.strip().lower() in _NONE):
         return None
     key = os.fspath(value) if isinstance(value, (str, os.PathLike)) else id(value)
@@ -195,7 +195,7 @@ def _validate(name: str, values: list, costs: dict) -> list:
         if name == "mapping" and isinstance(v, str) and v.strip().lower() in _NONE:
             v = None
         if name == "collectives" and isinstance(v, str):
-            from workloads.collectives import parse_collective_option
+            from ccmod.workloads.collectives import parse_collective_option
             v = parse_collective_option(v)
         out.append(v)
     return out
@@ -379,7 +379,7 @@ def sweep(trace, grid: dict | None = None, *, networks=None, jobs: int = 1,
         mapping, ...), an unreadable trace, or a dask scheduler that cannot be reached.
     """
     from ccmod.api import load_workload
-    from workloads.base import Workload
+    from ccmod.workloads.base import Workload
 
     _check_number("jobs", jobs, lo=0, integer=True)
     jobs = int(jobs) or (os.cpu_count() or 1)
@@ -410,7 +410,7 @@ def sweep(trace, grid: dict | None = None, *, networks=None, jobs: int = 1,
         tasks.append((keys[k], kw))
     if "mapping" in names or "mapping" in run_fixed:
         # a bad block:K or map file is an input error, not a failing point
-        from netsys.mapping import rank_to_node
+        from ccmod.netsys.mapping import rank_to_node
         maps = dict(run_axes).get("mapping", [run_fixed.get("mapping")])
         for m in maps:
             for w in workloads:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from netsys.cost import CostModel, PhysicalCost
+from ccmod.netsys.cost import CostModel, PhysicalCost
 
 
 @dataclass

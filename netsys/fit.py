@@ -21,8 +21,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from ccmod.errors import CcmodInputError
-from netsys.cost import PiecewiseLinearCost
-from netsys.fit_math import (SizeStats, choose_segments, fixed_segments, joint_monotone_fit,
+from ccmod.netsys.cost import PiecewiseLinearCost
+from ccmod.netsys.fit_math import (SizeStats, choose_segments, fixed_segments, joint_monotone_fit,
                              loo_predictions)
 
 #: iteratively reweighted least squares rounds at most (usually 3-8 are needed)

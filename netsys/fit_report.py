@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from netsys.cost import PiecewiseLinearCost
-from netsys.fit import PiecewiseLinearFit
-from netsys.pingpong import Measurements, ReadOptions, detect_format, read_measurements, read_text
+from ccmod.netsys.cost import PiecewiseLinearCost
+from ccmod.netsys.fit import PiecewiseLinearFit
+from ccmod.netsys.pingpong import Measurements, ReadOptions, detect_format, read_measurements, read_text
 
 
 @dataclass
@@ -109,7 +109,7 @@ class FitReport:
 
     def text(self) -> str:
         """The human report of ``ccmod fit``."""
-        from netsys.fit_text import format_report
+        from ccmod.netsys.fit_text import format_report
         return format_report(self)
 
 
@@ -213,7 +213,7 @@ def fit_files(paths, fmt: str = "auto", options: ReadOptions | None = None, *,
         if len(paths) > 1:
             raise CcmodInputError("a SimGrid JSON model is converted on its own, not pooled with "
                                   "other inputs", source=paths[fmts.index("simgrid-json")])
-        from netsys.pp_simgrid import read_simgrid_json
+        from ccmod.netsys.pp_simgrid import read_simgrid_json
         model, notes, warnings = read_simgrid_json(paths[0])
         return FitReport(model, None, [], [], notes, warnings)
     hop_list = parse_hops(hops, len(paths)) if isinstance(hops, (str, type(None))) else \

@@ -89,7 +89,7 @@ def format_report(rep) -> str:
             lines.append(f"  (per-size table of {len(tab)} sizes: use --json)")
     pairs = [p for ms in rep.measurements if ms.pairs for p in ms.pairs]
     if pairs:
-        from netsys.fit_report import pair_summary
+        from ccmod.netsys.fit_report import pair_summary
         s = pair_summary(pairs)
         lines.append(f"node pairs: {s['n_pairs']}; latency median {fmt_time(s['latency_s']['median'])}"
                      f" (min {fmt_time(s['latency_s']['min'])}, max {fmt_time(s['latency_s']['max'])});"

@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from netsys.base import Param
-from netsys.topologies import BuiltNetwork, register
+from ccmod.netsys.base import Param
+from ccmod.netsys.topologies import BuiltNetwork, register
 
 
 def parse_dims(text: str) -> tuple[int, ...]:

@@ -13,13 +13,13 @@ import pandas as pd
 
 from ccmod.errors import CcmodInputError
 from ccmod.registry import parse_spec
-from netsys.base import Network, parse_params
-from netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
-from netsys.registry import NETWORKS
+from ccmod.netsys.base import Network, parse_params
+from ccmod.netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
+from ccmod.netsys.registry import NETWORKS
 # imported for their registration side effect
-from netsys import topologies as _topologies  # noqa: F401
-from netsys import meshes as _meshes  # noqa: F401
-from netsys import topofile as _topofile  # noqa: F401
+from ccmod.netsys import topologies as _topologies  # noqa: F401
+from ccmod.netsys import meshes as _meshes  # noqa: F401
+from ccmod.netsys import topofile as _topofile  # noqa: F401
 
 SRC = "--network"
 

@@ -223,7 +223,7 @@ def read_measurements(path, fmt: str = "auto", options: ReadOptions | None = Non
     elif fmt == "imb":
         m = read_imb(text, src, opts)
     else:
-        from netsys import pp_samples
+        from ccmod.netsys import pp_samples
         reader = {"csv": pp_samples.read_csv_table, "simgrid-calib": pp_samples.read_simgrid_calib,
                   "raw-latency": pp_samples.read_raw_latency, "nxn": pp_samples.read_nxn}[fmt]
         m = reader(text, src, opts)

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from netsys.pingpong import Measurements, ReadOptions, _NXN_ROW, _RAW_ROW, _is_data, _num, _size
+from ccmod.netsys.pingpong import Measurements, ReadOptions, _NXN_ROW, _RAW_ROW, _is_data, _num, _size
 
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 

@@ -20,8 +20,8 @@ import math
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from netsys.cost import PiecewiseLinearCost
-from netsys.pingpong import read_text
+from ccmod.netsys.cost import PiecewiseLinearCost
+from ccmod.netsys.pingpong import read_text
 
 #: bandwidth used for a segment whose slope is 0 (SimGrid allows flat segments)
 FLAT_BANDWIDTH_BPS = 1e30

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from netsys.base import Param
-from netsys.topologies import MAX_NODES, BuiltNetwork, register
+from ccmod.netsys.base import Param
+from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork, register
 
 
 @register

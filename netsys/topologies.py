@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from netsys.base import Network, Param
-from netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
-from netsys.registry import NETWORKS
+from ccmod.netsys.base import Network, Param
+from ccmod.netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
+from ccmod.netsys.registry import NETWORKS
 
 SRC = "--network"
 

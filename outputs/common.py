@@ -12,7 +12,7 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.io import discard, ensure_dir, temp_path  # noqa: F401  (discard: for the sinks)
-from outputs.base import STATE_NAMES
+from ccmod.outputs.base import STATE_NAMES
 
 #: pseudo state code of the gaps between recorded states ("idle" in the article's
 #: space-time diagram): a rank waiting for nothing, or finished before the makespan

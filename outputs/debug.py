@@ -16,8 +16,8 @@ import os
 
 import numpy as np
 
-from outputs.base import SIGNALS, Sink
-from outputs.common import SIGNAL_COLUMNS, ChunkBuffer, discard, resolve_out_dir, temp_name
+from ccmod.outputs.base import SIGNALS, Sink
+from ccmod.outputs.common import SIGNAL_COLUMNS, ChunkBuffer, discard, resolve_out_dir, temp_name
 
 
 class DebugSink(Sink):

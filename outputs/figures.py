@@ -11,8 +11,8 @@ import io
 
 import numpy as np
 
-from outputs.common import ALL_STATE_NAMES, STATE_IDLE
-from outputs.raster import even_sample, group_rows, interval_coverage
+from ccmod.outputs.common import ALL_STATE_NAMES, STATE_IDLE
+from ccmod.outputs.raster import even_sample, group_rows, interval_coverage
 
 #: colours of compute, send, recv, wait, barrier, idle (index = state code)
 STATE_COLORS = ("#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3", "#E6E6E6")

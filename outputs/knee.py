@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from outputs.raster import interval_coverage
+from ccmod.outputs.raster import interval_coverage
 
 
 @dataclass
@@ -67,7 +67,7 @@ def most_loaded_resource(data) -> int | None:
 
 def knee_series(data, resource: int | None = None, nbins: int = 200) -> KneeSeries | None:
     """Packets/s of ``resource`` (default: most loaded link) in one run, or None."""
-    from outputs.figures import link_names
+    from ccmod.outputs.figures import link_names
     if resource is None:
         resource = most_loaded_resource(data)
     if resource is None or data.link_load is None or "utilisation" not in data.link_load:
@@ -119,7 +119,7 @@ def rebuild_network(described: dict):
     spec = described["name"] + (":" + ",".join(f"{k}={v}" for k, v in params.items())
                                 if params else "")
     try:
-        from netsys.networks import make_network
+        from ccmod.netsys.networks import make_network
         return make_network(spec, described.get("nodes"))
     except Exception:  # a network that cannot be rebuilt only costs the utilisation
         return None
@@ -135,9 +135,9 @@ def rundata_from_result(result, network=None, node_of_rank=None):
     """
     import tempfile
 
-    from outputs.base import RunContext
-    from outputs.parquet import ParquetSink
-    from outputs.rundata import load_run
+    from ccmod.outputs.base import RunContext
+    from ccmod.outputs.parquet import ParquetSink
+    from ccmod.outputs.rundata import load_run
 
     bg = float((getattr(result, "options", None) or {}).get("background") or 0.0)
     if network is None:
@@ -167,7 +167,7 @@ def resolve_knee_runs(run_dir, main_data, background_levels, knee_runs=None,
     the main run itself when its background equals the level. ``network`` (a Network)
     is used for ``RunResult`` values (else rebuilt from ``result.network``).
     """
-    from outputs.rundata import RunData, load_run
+    from ccmod.outputs.rundata import RunData, load_run
     given = {}
     if isinstance(background_levels, dict):
         given = {float(k): v for k, v in background_levels.items()}
@@ -204,7 +204,7 @@ def resolve_knee_runs(run_dir, main_data, background_levels, knee_runs=None,
 
 def knee_figure(series: list[KneeSeries]):
     """Two panels: packets/s over time per level, and against contention (the knee)."""
-    from outputs.figures import _figure, time_unit
+    from ccmod.outputs.figures import _figure, time_unit
     fig = _figure(11, 3.8)
     ax1, ax2 = fig.subplots(1, 2)
     palette = ("#4C72B0", "#C44E52", "#55A868", "#DD8452", "#8172B3", "#937860")

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.io import atomic_path, atomic_write_text
-from outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT,
+from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT,
                           Sink)
-from outputs.common import (MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE, ChunkBuffer,
+from ccmod.outputs.common import (MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE, ChunkBuffer,
                             fill_from_result, fill_idle, infer_nranks, resolve_out_dir,
                             sanitize_states, seconds_to_ns)
 

@@ -30,12 +30,12 @@ import pyarrow.parquet as pq
 
 from ccmod.errors import CcmodInputError
 from ccmod.io import atomic_path, atomic_write_text
-from outputs.base import Sink
-from outputs.common import (ALL_STATE_NAMES, MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE,
+from ccmod.outputs.base import Sink
+from ccmod.outputs.common import (ALL_STATE_NAMES, MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE,
                             LINK_LOAD_COLUMNS, ChunkBuffer, discard, frame_to_columns,
                             dumps, idle_gaps, resolve_out_dir, resource_names, state_codes,
                             temp_name)
-from outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
+from ccmod.outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
 
 #: packet size used for packets/s when the network does not define one (Ethernet MTU)
 DEFAULT_PACKET_SIZE = 1500

@@ -30,12 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.io import atomic_path
-from outputs.base import Sink
-from outputs.common import (ALL_STATE_NAMES, LINK_LOAD_COLUMNS, MESSAGE_COLUMNS,
+from ccmod.outputs.base import Sink
+from ccmod.outputs.common import (ALL_STATE_NAMES, LINK_LOAD_COLUMNS, MESSAGE_COLUMNS,
                             RANK_STATE_COLUMNS, ChunkBuffer, fill_from_result, fill_idle,
                             infer_nranks, resolve_out_dir, resource_names, sanitize_states,
                             seconds_to_ns)
-from outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
+from ccmod.outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
 
 
 def _ts(ns: int) -> str:

@@ -20,11 +20,11 @@ import math
 from pathlib import Path
 
 from ccmod.io import atomic_write_text
-from outputs.figures import (comm_matrix_figure, detail_window, link_heatmap_figure,
+from ccmod.outputs.figures import (comm_matrix_figure, detail_window, link_heatmap_figure,
                              rank_breakdown_figure, slowdown_figure, space_time_figure,
                              to_png_b64, to_svg)
-from outputs.knee import knee_figure, knee_series, resolve_knee_runs
-from outputs.rundata import RunData, load_run
+from ccmod.outputs.knee import knee_figure, knee_series, resolve_knee_runs
+from ccmod.outputs.rundata import RunData, load_run
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;

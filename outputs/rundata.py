@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ccmod.errors import CcmodInputError
-from outputs.common import ALL_STATE_NAMES
+from ccmod.outputs.common import ALL_STATE_NAMES
 
 _MSG_COLS = ["src", "dst", "nbytes", "t_start_s", "t_end_s", "quiet_s", "slowdown"]
 

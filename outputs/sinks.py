@@ -15,12 +15,12 @@ import inspect
 from pathlib import Path
 
 from ccmod.errors import CcmodInputError
-from outputs.base import Sink
-from outputs.debug import DebugSink
-from outputs.paraver import ParaverSink
-from outputs.parquet import ParquetSink
-from outputs.perfetto import PerfettoSink
-from outputs.registry import SINKS
+from ccmod.outputs.base import Sink
+from ccmod.outputs.debug import DebugSink
+from ccmod.outputs.paraver import ParaverSink
+from ccmod.outputs.parquet import ParquetSink
+from ccmod.outputs.perfetto import PerfettoSink
+from ccmod.outputs.registry import SINKS
 
 #: built-in sinks and the files each writes into the run directory
 BUILTIN = {

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from netsys.base import Network
-from outputs.base import STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, RunContext
+from ccmod.netsys.base import Network
+from ccmod.outputs.base import STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, RunContext
 
 
 class StarNetwork(Network):
@@ -197,7 +197,7 @@ def synthetic_run(nranks: int = 8, iterations: int = 4, seed: int = 0,
 
 def _states_frame(states: dict) -> pd.DataFrame:
     """Rank states as the engine's RunResult holds them (categorical state names)."""
-    from outputs.base import STATE_NAMES
+    from ccmod.outputs.base import STATE_NAMES
     df = pd.DataFrame(states)
     df["state"] = pd.Categorical.from_codes(states["state"], categories=list(STATE_NAMES))
     return df

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ccmod.errors import CcmodInputError
-from workloads import collectives as C
-from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
+from ccmod.workloads import collectives as C
+from ccmod.workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
                             OP_WAIT, OP_WAITALL, WorkloadBuilder)
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from ccmod.api import run
 from ccmod.errors import CcmodInputError, DeadlockError
-from workloads.base import WorkloadBuilder
+from ccmod.workloads.base import WorkloadBuilder
 
 BW, LAT = 1e8, 1e-6
 STAR = f"star:bandwidth={BW:g},latency={LAT:g}"
@@ -236,9 +236,9 @@ def test_eager_limit_makes_small_sends_eager_only():
 
 
 def test_active_messages_round_trip_through_ti_text(tmp_path):
-    from workloads import read_workload
-    from workloads.gen_queueing import reqreply
-    from workloads.ti_write import write_ti
+    from ccmod.workloads import read_workload
+    from ccmod.workloads.gen_queueing import reqreply
+    from ccmod.workloads.ti_write import write_ti
     w = reqreply(nranks=6, requests=5, work_s=1e-5, handler_s=2e-6, model="am", seed=4)
     assert (w.op == 8).sum() == 30
     p = tmp_path / "am.ti"

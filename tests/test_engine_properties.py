@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 from ccmod.api import run
 from ccmod.errors import DeadlockError
-from workloads.base import WorkloadBuilder
+from ccmod.workloads.base import WorkloadBuilder
 
 NETS = ["star", "bus", "fattree2:hosts_per_leaf=2,spines=2", "torus", "myrinet16"]
 

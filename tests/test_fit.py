@@ -11,9 +11,9 @@ from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
 
 from ccmod.errors import CcmodInputError
-from netsys.cost import PiecewiseLinearCost
-from netsys.fit import PiecewiseLinearFit
-from netsys.pingpong import ReadOptions, read_measurements
+from ccmod.netsys.cost import PiecewiseLinearCost
+from ccmod.netsys.fit import PiecewiseLinearFit
+from ccmod.netsys.pingpong import ReadOptions, read_measurements
 
 SIZES = np.array([0] + [2 ** k for k in range(23)], float)       # 0, 1 .. 4 MiB (OSU grid)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ccmod.cli import main
-from netsys.cost import PiecewiseLinearCost
+from ccmod.netsys.cost import PiecewiseLinearCost
 
 SIZES = [0] + [2 ** k for k in range(23)]
 
@@ -158,7 +158,7 @@ def test_installed_command_no_traceback(tmp_path):
 
 def test_model_drives_ccmod_run(osu_file, tmp_path, capsys):
     api = pytest.importorskip("ccmod.api")
-    from workloads.base import WorkloadBuilder
+    from ccmod.workloads.base import WorkloadBuilder
     out = tmp_path / "ib.json"
     assert run_cli(["fit", str(osu_file), "-o", str(out)], capsys)[0] == 0
     model = PiecewiseLinearCost.load(out)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from ccmod.errors import CcmodInputError
-from netsys.fit import PiecewiseLinearFit
-from netsys.fit_report import fit_files
-from netsys.pingpong import read_measurements
+from ccmod.netsys.fit import PiecewiseLinearFit
+from ccmod.netsys.fit_report import fit_files
+from ccmod.netsys.pingpong import read_measurements
 
 SH = "stackhpc-hpc-tests"
 PINGPONG_GLOBS = {   # glob -> number of files SOURCES.md / the tree implies

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from ccmod.errors import CcmodInputError
 from test_collectives import channel_check, messages, rank_ops, request_check, simulate
-from workloads import generators as G
-from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
+from ccmod.workloads import generators as G
+from ccmod.workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
                             OP_WAIT, OP_WAITALL)
-from workloads.registry import GENERATORS
-from workloads.ti_write import write_ti
+from ccmod.workloads.registry import GENERATORS
+from ccmod.workloads.ti_write import write_ti
 
 #: small instance of every generator (fast to simulate)
 SMALL = {
@@ -219,7 +219,7 @@ def test_ti_writer_round_trip(tmp_path, name):
 
 
 def test_ti_writer_fills_unknown_recv_sizes_and_is_atomic(tmp_path):
-    from workloads.base import WorkloadBuilder
+    from ccmod.workloads.base import WorkloadBuilder
     b = WorkloadBuilder(2)
     b.send(0, 1, 77, tag=3)
     b.irecv(1, 0, req=5, nbytes=-1, tag=3)
@@ -233,7 +233,7 @@ def test_ti_writer_fills_unknown_recv_sizes_and_is_atomic(tmp_path):
 
 def test_ti_output_readable_by_ti_reader(tmp_path):
     """When the project's TI reader is present, it reads our output back exactly."""
-    ti = pytest.importorskip("workloads.ti")
+    ti = pytest.importorskip("ccmod.workloads.ti")
     w = G.generate(SMALL["workpile"], seed=4)
     write_ti(w, tmp_path / "w.txt")
     w2 = ti.TIReader().read(tmp_path / "w.txt")

@@ -10,8 +10,8 @@ import pytest
 
 from ccmod.cli import main
 from ccmod.errors import CcmodInputError
-from workloads import list_formats, read_workload
-from workloads.info import convert, info, output_format
+from ccmod.workloads import list_formats, read_workload
+from ccmod.workloads.info import convert, info, output_format
 
 SIZES = (1, 1024, 65536, 1048576, 4194304)
 

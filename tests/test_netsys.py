@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ccmod.errors import CcmodInputError
-from netsys.cost import PhysicalCost, PiecewiseLinearCost
-from netsys.mapping import nodes_needed, rank_to_node, resolve_map
-from netsys.networks import list_networks, make_network, network_params
-from netsys.registry import NETWORKS
+from ccmod.netsys.cost import PhysicalCost, PiecewiseLinearCost
+from ccmod.netsys.mapping import nodes_needed, rank_to_node, resolve_map
+from ccmod.netsys.networks import list_networks, make_network, network_params
+from ccmod.netsys.registry import NETWORKS
 
 
 # ---------------------------------------------------------------- registry / defaults

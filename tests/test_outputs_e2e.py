@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from outputs.base import SIGNALS
-from outputs.paraver import read_prv_summary
-from outputs.perfetto import validate_file
-from outputs.report import build_report
+from ccmod.outputs.base import SIGNALS
+from ccmod.outputs.paraver import read_prv_summary
+from ccmod.outputs.perfetto import validate_file
+from ccmod.outputs.report import build_report
 
 api = pytest.importorskip("ccmod.api")
 

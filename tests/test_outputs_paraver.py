@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from outputs.paraver import PRV_STATES, read_prv_summary
-from outputs.sinks import make_sinks
-from outputs.synthetic import synthetic_run, tiny_run
+from ccmod.outputs.paraver import PRV_STATES, read_prv_summary
+from ccmod.outputs.sinks import make_sinks
+from ccmod.outputs.synthetic import synthetic_run, tiny_run
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from outputs.perfetto import validate_file, validate_trace
-from outputs.sinks import make_sinks
-from outputs.synthetic import synthetic_run, tiny_run
+from ccmod.outputs.perfetto import validate_file, validate_trace
+from ccmod.outputs.sinks import make_sinks
+from ccmod.outputs.synthetic import synthetic_run, tiny_run
 
 
 def _write(tmp_path, run, spec="perfetto"):

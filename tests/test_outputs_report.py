@@ -9,10 +9,10 @@ import subprocess
 import pytest
 
 from ccmod.errors import CcmodInputError
-from outputs.knee import knee_dirname
-from outputs.report import build_report
-from outputs.sinks import make_sinks
-from outputs.synthetic import synthetic_run, tiny_run
+from ccmod.outputs.knee import knee_dirname
+from ccmod.outputs.report import build_report
+from ccmod.outputs.sinks import make_sinks
+from ccmod.outputs.synthetic import synthetic_run, tiny_run
 
 EVIL = "<script>alert('x')</script>"
 

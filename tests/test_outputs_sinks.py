@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccmod.errors import CcmodInputError
-from outputs.base import Sink
-from outputs.common import fill_idle, idle_gaps, sanitize_states
-from outputs.linkutil import RateProfile, message_resource_intervals
-from outputs.raster import interval_coverage
-from outputs.registry import SINKS
-from outputs.sinks import list_sinks, make_sinks, split_spec
-from outputs.synthetic import synthetic_run, tiny_run
+from ccmod.outputs.base import Sink
+from ccmod.outputs.common import fill_idle, idle_gaps, sanitize_states
+from ccmod.outputs.linkutil import RateProfile, message_resource_intervals
+from ccmod.outputs.raster import interval_coverage
+from ccmod.outputs.registry import SINKS
+from ccmod.outputs.sinks import list_sinks, make_sinks, split_spec
+from ccmod.outputs.synthetic import synthetic_run, tiny_run
 
 US = 1e-6
 

@@ -4,8 +4,8 @@ import pytest
 
 from ccmod.errors import CcmodInputError
 from ccmod.registry import Registry
-from netsys.base import Param
-from netsys.topologies import BuiltNetwork
+from ccmod.netsys.base import Param
+from ccmod.netsys.topologies import BuiltNetwork
 
 
 class Ring(BuiltNetwork):
@@ -43,7 +43,7 @@ class FakeEntryPoint:
 @pytest.fixture
 def with_plugin(monkeypatch):
     import ccmod.registry as reg
-    from netsys.registry import NETWORKS
+    from ccmod.netsys.registry import NETWORKS
 
     def entry_points(group=None):
         return [FakeEntryPoint("ring3p", Ring)] if group == "ccmod.networks" else []
@@ -55,8 +55,8 @@ def with_plugin(monkeypatch):
 
 def test_entry_point_network_is_listed_and_runs(with_plugin):
     from ccmod.api import run
-    from netsys.networks import list_networks
-    from workloads.base import WorkloadBuilder
+    from ccmod.netsys.networks import list_networks
+    from ccmod.workloads.base import WorkloadBuilder
     assert "ring3p" in set(list_networks()["name"])
     b = WorkloadBuilder(4)
     b.send(0, 3, 1000)

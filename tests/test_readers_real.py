@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccmod.errors import CcmodInputError
-from workloads.base import OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT, RECV_OPS, SEND_OPS
-from workloads.dumpi import DumpiAsciiReader, DumpiReader
-from workloads.liballprof import LiballprofReader
-from workloads.otf2_reader import Otf2Reader
-from workloads.paraver import ParaverReader
-from workloads.registry import READERS
+from ccmod.workloads.base import OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT, RECV_OPS, SEND_OPS
+from ccmod.workloads.dumpi import DumpiAsciiReader, DumpiReader
+from ccmod.workloads.liballprof import LiballprofReader
+from ccmod.workloads.otf2_reader import Otf2Reader
+from ccmod.workloads.paraver import ParaverReader
+from ccmod.workloads.registry import READERS
 
 PP = "pipit/ping-pong-otf2/traces.otf2"
 SST_OTF2 = "sst-macro/otf2_test_traces/traces.otf2"

@@ -123,7 +123,7 @@ def test_identical_on_repeat_and_best(traces_dir):
 
 
 def test_network_too_small_is_reported_and_others_run():
-    from workloads.generators import generate
+    from ccmod.workloads.generators import generate
     w = generate("ring:nranks=20,iterations=2")
     df = sweep(w, {"sharing": ["ccmod", "maxmin"]}, networks=["star", "myrinet16"])
     ok, bad = df.iloc[:2], df.iloc[2:]
@@ -158,7 +158,7 @@ def test_other_exceptions_propagate(monkeypatch, traces_dir):
 
 
 def test_cost_compute_scale_and_fixed_options(tmp_path, traces_dir):
-    from netsys.cost import PiecewiseLinearCost
+    from ccmod.netsys.cost import PiecewiseLinearCost
     model = tmp_path / "model.json"
     PiecewiseLinearCost([0, 2020], [2e-5, 4e-5], [5e7, 1e8]).save(model)
     path = traces_dir / "ring16.ti"
@@ -174,8 +174,8 @@ def test_cost_compute_scale_and_fixed_options(tmp_path, traces_dir):
 
 
 def test_network_objects_are_not_mutated_between_points(tmp_path, traces_dir):
-    from netsys.cost import PiecewiseLinearCost
-    from netsys.networks import make_network
+    from ccmod.netsys.cost import PiecewiseLinearCost
+    from ccmod.netsys.networks import make_network
     model = tmp_path / "model.json"
     PiecewiseLinearCost([0], [5e-5], [1e7]).save(model)
     net = make_network("star", 16)

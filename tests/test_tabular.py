@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ccmod.errors import CcmodInputError
-from workloads import detect_format, read_workload
-from workloads.base import OP_COMPUTE, OP_RECV, OP_SEND, Workload
-from workloads.tabular import COLUMNS, write_csv, write_parquet
+from ccmod.workloads import detect_format, read_workload
+from ccmod.workloads.base import OP_COMPUTE, OP_RECV, OP_SEND, Workload
+from ccmod.workloads.tabular import COLUMNS, write_csv, write_parquet
 
 FIELDS = ("rank_ptr", "op", "peer", "tag", "nbytes", "duration_s", "req", "line", "file_id")
 

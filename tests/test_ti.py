@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ccmod.errors import CcmodInputError
-from workloads import detect_format, read_workload
-from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
+from ccmod.workloads import detect_format, read_workload
+from ccmod.workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
                             OP_WAIT, OP_WAITALL, RECV_OPS, SEND_OPS)
 
 ARRAYS = ("rank_ptr", "op", "peer", "tag", "nbytes", "duration_s", "req")

@@ -17,14 +17,14 @@ import zlib
 from pathlib import Path
 
 from ccmod.errors import CcmodError, CcmodInputError
-from workloads._common import optional_module
-from workloads.base import Workload
-from workloads.registry import READERS
+from ccmod.workloads._common import optional_module
+from ccmod.workloads.base import Workload
+from ccmod.workloads.registry import READERS
 
 #: reader modules shipped with ccmod; a missing one (not written / not installed) is skipped
-_READER_MODULES = ("workloads.ti", "workloads.tabular", "workloads.otf2_reader",
-                   "workloads.dumpi", "workloads.paraver", "workloads.liballprof",
-                   "workloads.generators")
+_READER_MODULES = ("ccmod.workloads.ti", "ccmod.workloads.tabular", "ccmod.workloads.otf2_reader",
+                   "ccmod.workloads.dumpi", "ccmod.workloads.paraver", "ccmod.workloads.liballprof",
+                   "ccmod.workloads.generators")
 
 for _mod in _READER_MODULES:
     optional_module(_mod)
@@ -154,7 +154,7 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
 def _parse_collectives(text: str) -> dict:
     if not text.strip():
         return {}
-    mod = optional_module("workloads.collectives")
+    mod = optional_module("ccmod.workloads.collectives")
     if mod is None:
         raise CcmodInputError("collective algorithms need workloads.collectives "
                               "(not installed)", source="--collectives")

@@ -27,7 +27,7 @@ import zlib
 from collections import defaultdict
 
 from ccmod.errors import CcmodError, CcmodInputError
-from workloads.base import (OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT, OP_WAITALL,
+from ccmod.workloads.base import (OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT, OP_WAITALL,
                             WorkloadBuilder)
 
 #: MPI wildcard marker used by the readers for ANY_SOURCE / ANY_TAG
@@ -346,7 +346,7 @@ class TraceAssembler:
     # -- compile ------------------------------------------------------------------------
     def build(self, **meta):
         """Resolve wildcards, balance channels, expand collectives; return the Workload."""
-        from workloads import collectives as C
+        from ccmod.workloads import collectives as C
 
         self._resolve_wildcards()
         self._balance()

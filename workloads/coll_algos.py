@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads.base import WorkloadBuilder
+from ccmod.workloads.base import WorkloadBuilder
 
 
 def pof2_of(p: int) -> int:

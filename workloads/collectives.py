@@ -42,8 +42,8 @@ from __future__ import annotations
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads import coll_algos as A
-from workloads.base import WorkloadBuilder
+from ccmod.workloads import coll_algos as A
+from ccmod.workloads.base import WorkloadBuilder
 
 #: tag of collective number ``seq`` is ``COLL_TAG_BASE - seq`` (p2p tags are >= 0)
 COLL_TAG_BASE = -(1 << 20)

@@ -15,11 +15,11 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from workloads._common import (TraceAssembler, input_guard, numbered_rank_files,
+from ccmod.workloads._common import (TraceAssembler, input_guard, numbered_rank_files,
                                reject_options)
-from workloads.dumpi_convert import DEFAULT_TYPE_SIZES, Resolver, convert
-from workloads.dumpi_format import MAGIC, BinTrace, rank_files, read_meta
-from workloads.registry import READERS
+from ccmod.workloads.dumpi_convert import DEFAULT_TYPE_SIZES, Resolver, convert
+from ccmod.workloads.dumpi_format import MAGIC, BinTrace, rank_files, read_meta
+from ccmod.workloads.registry import READERS
 
 _RANK_FILE = re.compile(r"^(.*)-(\d{4,})\.(bin|txt)$")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from math import prod
 
-from workloads._common import ANY, TraceAssembler
-from workloads.base import OP_IRECV, OP_ISEND
+from ccmod.workloads._common import ANY, TraceAssembler
+from ccmod.workloads.base import OP_IRECV, OP_ISEND
 
 COMM_NULL, COMM_WORLD, COMM_SELF = 1, 2, 3
 REQUEST_NULL = 1

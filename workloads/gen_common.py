@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads.base import Workload, WorkloadBuilder
+from ccmod.workloads.base import Workload, WorkloadBuilder
 
 DISTRIBUTIONS = ("exponential", "deterministic", "uniform")
 

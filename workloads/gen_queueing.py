@@ -22,8 +22,8 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 
-from workloads.base import Workload, WorkloadBuilder
-from workloads.gen_common import Reqs, check_nonneg, check_ranks, draw, finish, need, pick_other
+from ccmod.workloads.base import Workload, WorkloadBuilder
+from ccmod.workloads.gen_common import Reqs, check_nonneg, check_ranks, draw, finish, need, pick_other
 
 TAG_REQUEST, TAG_REPLY = 1, 2
 

@@ -10,9 +10,9 @@ import itertools
 
 import numpy as np
 
-from workloads import collectives
-from workloads.base import Workload, WorkloadBuilder
-from workloads.gen_common import Reqs, check_nonneg, check_ranks, draw, finish, need, pick_other
+from ccmod.workloads import collectives
+from ccmod.workloads.base import Workload, WorkloadBuilder
+from ccmod.workloads.gen_common import Reqs, check_nonneg, check_ranks, draw, finish, need, pick_other
 
 
 def alltoall(nranks: int = 16, iterations: int = 10, nbytes: int = 65536,

@@ -13,10 +13,10 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.registry import parse_spec
-from workloads.base import OP_AMREQUEST, OP_ISEND, OP_SEND, Workload
-from workloads.gen_queueing import client_server, hotspot, reqreply, snakes, workpile
-from workloads.gen_regular import alltoall, halo2d, halo3d, ring, uniform, wavefront
-from workloads.registry import GENERATORS
+from ccmod.workloads.base import OP_AMREQUEST, OP_ISEND, OP_SEND, Workload
+from ccmod.workloads.gen_queueing import client_server, hotspot, reqreply, snakes, workpile
+from ccmod.workloads.gen_regular import alltoall, halo2d, halo3d, ring, uniform, wavefront
+from ccmod.workloads.registry import GENERATORS
 
 _BUILTIN = (
     ("alltoall", alltoall, "repeated MPI_Alltoall of nbytes per block (collective decomposition)"),
@@ -150,6 +150,6 @@ def generate_file(spec: str, params: dict | None = None, seed: int = 0, output=N
     w = make(kind, p, seed, source=source)
     out = {"kind": kind, **summary(w), "output": None if output is None else str(output)}
     if output is not None:
-        from workloads.ti_write import write_ti
+        from ccmod.workloads.ti_write import write_ti
         write_ti(w, output, compute_rate=compute_rate)
     return out

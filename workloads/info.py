@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads.base import OP_COMPUTE, OP_NAMES, SEND_OPS, Workload
-from workloads.ti_write import write_ti, write_ti_folder
+from ccmod.workloads.base import OP_COMPUTE, OP_NAMES, SEND_OPS, Workload
+from ccmod.workloads.ti_write import write_ti, write_ti_folder
 
 #: output extension -> format written by :func:`convert`
 OUT_EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".ti": "ti",
                   ".txt": "ti"}
-from workloads import WRITABLE  # noqa: E402  (single definition of the writable formats)
+from ccmod.workloads import WRITABLE  # noqa: E402  (single definition of the writable formats)
 
 
 def info(workload: Workload, top: int = 10) -> dict:
@@ -104,10 +104,10 @@ def write_workload(w: Workload, out_path, out_fmt: str | None = None,
     out = Path(out_path)
     try:
         if fmt == "parquet":
-            from workloads.tabular import write_parquet
+            from ccmod.workloads.tabular import write_parquet
             write_parquet(w, out)
         elif fmt == "csv":
-            from workloads.tabular import write_csv
+            from ccmod.workloads.tabular import write_csv
             write_csv(w, out)
         elif out.is_dir() or str(out_path).endswith(os.sep) or out.suffix == "":
             write_ti_folder(w, out, compute_rate)
@@ -132,7 +132,7 @@ def convert(in_path, out_path, in_fmt: str = "auto", out_fmt: str | None = None,
     dict
         ``input``, ``output``, ``from``, ``to``, ``nranks``, ``records``.
     """
-    from workloads import read_workload
+    from ccmod.workloads import read_workload
     fmt = output_format(out_path, out_fmt)  # fail before the (maybe long) read
     try:
         same = Path(in_path).resolve() == Path(out_path).resolve()

@@ -29,10 +29,10 @@ import re
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
-from workloads._common import (ANY, TraceAssembler, input_guard, numbered_rank_files,
+from ccmod.workloads._common import (ANY, TraceAssembler, input_guard, numbered_rank_files,
                                reject_options)
-from workloads.base import OP_IRECV, OP_ISEND
-from workloads.registry import READERS
+from ccmod.workloads.base import OP_IRECV, OP_ISEND
+from ccmod.workloads.registry import READERS
 
 _HEADERS = ("# collprof", "# htor's PMPI Tracer")
 _FILE = re.compile(r"^(.*?)(\d+)\.(dat|txt)$")

@@ -22,9 +22,9 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from workloads._common import TraceAssembler, input_guard, reject_options
-from workloads.base import OP_IRECV, OP_ISEND
-from workloads.registry import READERS
+from ccmod.workloads._common import TraceAssembler, input_guard, reject_options
+from ccmod.workloads.base import OP_IRECV, OP_ISEND
+from ccmod.workloads.registry import READERS
 
 _RANK_RE = re.compile(r"(\d+)\s*$")
 _SENDRECV = ("MPI_Sendrecv", "MPI_Sendrecv_replace")

@@ -28,9 +28,9 @@ from bisect import bisect_right
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
-from workloads._common import COLLECTIVE_KINDS, TraceAssembler, input_guard, reject_options
-from workloads.base import OP_IRECV, OP_ISEND
-from workloads.registry import READERS
+from ccmod.workloads._common import COLLECTIVE_KINDS, TraceAssembler, input_guard, reject_options
+from ccmod.workloads.base import OP_IRECV, OP_ISEND
+from ccmod.workloads.registry import READERS
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _MPI_TYPE_MIN, _MPI_TYPE_MAX = 50000001, 50000099

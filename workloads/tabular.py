@@ -35,8 +35,8 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.io import atomic_path
-from workloads.base import OP_NAMES, Workload
-from workloads.registry import READERS
+from ccmod.workloads.base import OP_NAMES, Workload
+from ccmod.workloads.registry import READERS
 
 FORMAT_VERSION = "1"
 #: (column, numpy dtype) in file order
@@ -329,7 +329,7 @@ class CSVReader:
                                   hint="ccmod CSV starts with '# ccmod workload csv v1'; pipit "
                                        "CSV with 'Timestamp (ns),Event Type,Name,...'")
         if kind == "pipit":
-            from workloads.tabular_pipit import read_pipit_csv
+            from ccmod.workloads.tabular_pipit import read_pipit_csv
             return read_pipit_csv(path, compute_scale=compute_scale, **unknown)
         if unknown:
             raise CcmodInputError(f"unknown option(s) for format 'csv': {', '.join(unknown)}")

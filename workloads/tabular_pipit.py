@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
+from ccmod.workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
                             OP_WAIT, OP_WAITALL, WorkloadBuilder)
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}

@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 
 from ccmod.errors import CcmodInputError
-from workloads.registry import READERS
-from workloads.ti_parse import VALID_ACTIONS, TIParser, looks_untagged
+from ccmod.workloads.registry import READERS
+from ccmod.workloads.ti_parse import VALID_ACTIONS, TIParser, looks_untagged
 
 _ACTIONS = frozenset(VALID_ACTIONS)
 _HEAD_BYTES = 1 << 16
@@ -205,7 +205,7 @@ class TIReader:
             return self._read_files(files, len(files), "description", str(path), opts)
         if len(toks) == 4 and _is_number(toks[2]) and _is_number(toks[3]) \
                 and not _is_action_line(toks):
-            from workloads.ti_multi import read_replay_multiple
+            from ccmod.workloads.ti_multi import read_replay_multiple
             return read_replay_multiple(self, path, lines, opts)
         p = TIParser(None, **_parser_opts(opts))
         p.feed(lines, str(path), untagged=looks_untagged(text))

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads.base import OP_COMPUTE, SEND_OPS, RECV_OPS, Workload
+from ccmod.workloads.base import OP_COMPUTE, SEND_OPS, RECV_OPS, Workload
 
 
 def read_replay_multiple(reader, desc: Path, lines, opts: dict) -> Workload:
     """Read a replay_multiple description into one Workload (see module doc)."""
-    from workloads.ti import resolve_listed  # circular at import time
+    from ccmod.workloads.ti import resolve_listed  # circular at import time
 
     parts = []
     for ln, raw in enumerate(lines, 1):
@@ -81,7 +81,7 @@ def read_replay_multiple(reader, desc: Path, lines, opts: dict) -> Workload:
 
 
 def _is_multi(path: Path) -> bool:
-    from workloads.ti import _first_tokens, _head_lines, _is_action_line, _is_number
+    from ccmod.workloads.ti import _first_tokens, _head_lines, _is_action_line, _is_number
     toks, _ = _first_tokens(_head_lines(path))
     return len(toks) == 4 and _is_number(toks[2]) and _is_number(toks[3]) \
         and not _is_action_line(toks)

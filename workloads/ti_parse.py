@@ -14,9 +14,9 @@ import itertools
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
+from ccmod.workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                             OP_SEND, OP_WAIT, OP_WAITALL, WorkloadBuilder)
-from workloads.ti_colls import (COLL_ALIASES, COLL_USAGE, KIND, ArgError, count, dtype,
+from ccmod.workloads.ti_colls import (COLL_ALIASES, COLL_USAGE, KIND, ArgError, count, dtype,
                                 get_expand, integer, parse as parse_coll)
 
 _BIG = 9.0e18

@@ -25,7 +25,7 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.io import atomic_path, atomic_write_text, ensure_dir
-from workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
+from ccmod.workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                             OP_SEND, OP_WAIT, OP_WAITALL, Workload)
 
 

@@ -32,7 +32,7 @@ import pandas as pd
 
 from ccmod.analytic import lopc, mva
 from ccmod.errors import CcmodInputError
-from workloads.base import (OP_BARRIER, OP_COMPUTE, OP_ISEND, OP_RECV, OP_SEND,
+from ccmod.workloads.base import (OP_BARRIER, OP_COMPUTE, OP_ISEND, OP_RECV, OP_SEND,
                             OP_WAIT, OP_WAITALL)
 
 LINK_DEMANDS = ("bottleneck", "spread", "full")
@@ -459,7 +459,7 @@ def crosscheck(trace, network="star", *, sharing: str = "ccmod", send_mode: str 
     handler time override) and ``link_demand`` (see the module docstring).
     """
     from ccmod import api
-    from netsys.mapping import rank_to_node
+    from ccmod.netsys.mapping import rank_to_node
 
     w = api.load_workload(trace, fmt, compute_rate)
     nor = rank_to_node(mapping, w.nranks)
