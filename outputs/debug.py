@@ -18,6 +18,7 @@ import numpy as np
 
 from ccmod.outputs.base import SIGNALS, Sink
 from ccmod.outputs.common import SIGNAL_COLUMNS, ChunkBuffer, discard, resolve_out_dir, temp_name
+from ccmod.io import release
 
 
 class DebugSink(Sink):
@@ -71,6 +72,7 @@ class DebugSink(Sink):
             self._fh.close()
             self._fh = None
             os.replace(self.tmp, self.final)
+            release(self.tmp)
         except BaseException:
             discard(self.tmp)
             raise
