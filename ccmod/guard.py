@@ -174,3 +174,20 @@ def check_network_size(network: str, nnodes: int, needed, names: str, param: str
             f"{int(needed):,}: building state for {nnodes - int(needed):,} unused nodes is "
             f"refused (at most {limit:,} nodes for this run)", source=source,
             hint=f"lower {param}= or omit it to size the network from the run")
+
+
+def check_declared_ranks(nranks: int, path, what: str = "declares") -> None:
+    """Refuse a rank/task count that the file cannot hold: per-rank state is allocated
+    before the records are read, so a 1 KB header declaring 1e9 tasks must fail here. A
+    rank needs at least a few bytes of records; ``64 Ki`` ranks are always allowed."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    limit = max(1 << 16, size * (GZIP_RATIO if gz else 1))
+    if nranks > limit:
+        raise CcmodInputError(f"{what} {nranks:,} ranks but the file is {size:,} bytes: "
+                              "too small to hold records for them", source=str(path),
+                              line=1, hint="is the header corrupt?")

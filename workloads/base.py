@@ -28,6 +28,8 @@ A wait on a set of requests is written as consecutive OP_WAITs (same completion 
 """
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,6 +84,10 @@ class Workload:
         """Return (file, line) of record ``i`` for error messages."""
         fid = int(self.file_id[i])
         f = self.files[fid] if 0 <= fid < len(self.files) else None
+        read_from = getattr(self, "read_from", None)
+        if read_from:
+            # a Parquet/CSV copy: name the file the user gave; lines are the original's
+            f = f"{read_from} (record of {os.path.basename(f)})" if f else read_from
         ln = int(self.line[i])
         return f, (ln if ln > 0 else None)
 
