@@ -107,6 +107,9 @@ def make(kind: str, params: dict | None = None, seed: int = 0,
                                   hint="at most 1e12")
     if not (0 <= int(seed) < 2**63):
         raise CcmodInputError(f"seed {seed} must be a non-negative integer", source="--seed")
+    if valid is not None:
+        from ccmod.workloads.gen_budget import check_budget
+        check_budget(kind, {**valid, **kwargs}, source=source)
     return fn(**kwargs, seed=int(seed))
 
 
