@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.guard import excerpt
+from ccmod.guard import UNUSED_NODES_FACTOR, UNUSED_NODES_FLOOR, excerpt
 
 SRC = "--map"
 
@@ -52,7 +52,16 @@ def rank_to_node(spec: str | os.PathLike | None, nranks: int) -> np.ndarray:
     if kind in ("block", "cyclic") and not sep and not Path(text).exists():
         raise CcmodInputError(f"'{text}' needs a count", source=SRC,
                               hint=f"use {kind}:K, e.g. {kind}:4")
-    return _read_map_file(Path(text), nranks)
+    m = _read_map_file(Path(text), nranks)
+    # node indices far beyond the rank count would size the network (and its per-link
+    # state) for nodes no rank is on: refuse them here, naming the map file
+    limit = max(UNUSED_NODES_FLOOR, UNUSED_NODES_FACTOR * nranks)
+    if nodes_needed(m) > limit:
+        raise CcmodInputError(f"node {int(m.max())} is far beyond what {nranks} ranks use: "
+                              f"the network would be built for {nodes_needed(m):,} nodes "
+                              f"(at most {limit:,} for this run)", source=text,
+                              hint="number the nodes 0..N-1")
+    return m
 
 
 def nodes_needed(mapping: np.ndarray) -> int:

@@ -215,7 +215,7 @@ class ParquetReader:
                 raise ValueError
             files = json.loads(md.get("ccmod.files", "[]"))
             meta = json.loads(md.get("ccmod.meta", "{}"))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError, RecursionError):
             raise CcmodInputError("corrupt ccmod metadata in the Parquet footer",
                                   source=src) from None
         w = _from_columns(cols, nranks, files, meta, src)
@@ -331,7 +331,7 @@ def _read_ccmod_csv(path: Path, compute_scale: float) -> Workload:
         cols[c] = arr.astype(dt)
     try:
         nranks = int(head["nranks"]) if "nranks" in head else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise CcmodInputError("bad nranks in the JSON header", source=src, line=2) from None
     if nranks is not None and not 0 <= nranks < 2 ** 31:
         raise CcmodInputError("bad nranks in the JSON header", source=src, line=2)
