@@ -232,11 +232,21 @@ _CAPPED = textwrap.dedent("""
 """)
 
 
+def test_declared_sizes_and_decompression_refused_in_process(tmp_path):
+    bomb = tmp_path / "bomb.ti.gz"
+    bomb.write_bytes(gzip.compress(b"0 compute 1e6\n" * 75000, compresslevel=9) * 70)
+    one_error(["info", bomb], bomb, "gzip bomb")
+    prv = tmp_path / "tasks.prv"
+    prv.write_text("#Paraver (26/01/04 at 16:35):260199:1:1:1000000000(1:1)\n")
+    one_error(["info", prv], prv, "declares 1,000,000,000 ranks")
+
+
+@pytest.mark.slow
 def test_declared_sizes_and_decompression_bounded_under_a_memory_cap(tmp_path):
-    # a gzip bomb: 1 MB of TI text compresses to ~2 KB; 400 members expand to 420 MB
+    # a gzip bomb: 1 MB of TI text compresses to ~2 KB; 150 members expand to 158 MB
     member = gzip.compress(b"0 compute 1e6\n" * 75000, compresslevel=9)
     bomb = tmp_path / "bomb.ti.gz"
-    bomb.write_bytes(member * 400)
+    bomb.write_bytes(member * 150)
     prv = tmp_path / "tasks.prv"
     prv.write_text("#Paraver (26/01/04 at 16:35):260199:1:1:1000000000(1:1)\n"
                    "1:1:1:1:1:0:5374:2\n")
@@ -248,7 +258,7 @@ def test_declared_sizes_and_decompression_bounded_under_a_memory_cap(tmp_path):
     md[b"ccmod.nranks"] = b"100000000"
     pq.write_table(t.replace_schema_metadata(md), pq_file)
     cases = [["info", str(bomb)], ["info", str(prv)], ["info", str(pq_file)]]
-    script = _CAPPED.format(root=str(ROOT), cap=1000, cases=cases)
+    script = _CAPPED.format(root=str(ROOT), cap=700, cases=cases)
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=300)
     lines = res.stdout.splitlines()
