@@ -20,6 +20,8 @@ from ccmod.netsys.registry import NETWORKS
 from ccmod.netsys import topologies as _topologies  # noqa: F401
 from ccmod.netsys import meshes as _meshes  # noqa: F401
 from ccmod.netsys import topofile as _topofile  # noqa: F401
+from ccmod.netsys import fattree as _fattree  # noqa: F401
+from ccmod.netsys import dragonfly as _dragonfly  # noqa: F401
 
 SRC = "--network"
 
