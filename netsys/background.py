@@ -13,7 +13,7 @@ direction's capacity: a message's bandwidth availability on a resource is
     ``X >= max_pps``; a load of 1 would stop every message on the link for the whole
     interval, so ccmod caps it at ``max_load`` (default 0.99; the contract keeps loads in
     [0, 1)). The mean load is ``(mean_pps / max_pps) * (1 - exp(-max_load * max_pps /
-    mean_pps))`` (0.2721 for the defaults) and its 95th percentile
+    mean_pps))`` (0.2718 for the defaults) and its 95th percentile
     ``min(-mean_pps * ln(0.05) / max_pps, max_load)`` (0.839).
     The draw of resource ``r`` in interval ``j`` comes from ``numpy.random.default_rng((seed,
     r, j // 1024))``, so it does not depend on the trace, on the other resources or on how

@@ -98,8 +98,8 @@ class BuiltNetwork(Network):
 
     def _check_values(self) -> None:
         for key, v in self.values.items():
-            if v is None:
-                continue
+            if v is None or isinstance(v, str):
+                continue   # lists (e.g. fattree's level_bandwidth) are checked by their network
             if "bandwidth" in key and not (math.isfinite(v) and 1.0 <= v <= 1e18):
                 self.fail(f"parameter '{key}={v}' of network '{self.name}' must be between "
                           "1 and 1e18 (bytes/s)")
