@@ -59,7 +59,7 @@ def check_budget(kind: str, params: dict, source: str = "generator") -> None:
     limit = max_records()
     if n > limit:
         raise CcmodInputError(
-            f"{kind} would build about {n:.3g} records (limit {limit:.3g}): more work and memory "
-            "than a run should take", source=source,
+            f"{kind} is too large: it would build about {n:.3g} records (limit {limit:.3g}): more work "
+            "and memory than a run should take", source=source,
             hint="lower the counts (ranks, iterations, ...), or set CCMOD_MAX_RECORDS=N "
                  "if you mean it")
