@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
     def info_cmd(
         trace: Path = typer.Argument(..., help="Trace file, description file or folder."),
         fmt: str = typer.Option("auto", "--format", "-f", help="Trace format (see `ccmod formats`)."),
-        compute_rate: float = COMPUTE_RATE_OPT,
+        compute_rate: str = COMPUTE_RATE_OPT,
         collective: Optional[str] = COLLECTIVE_OPT,
         top: int = typer.Option(10, help="How many communicating pairs to list."),
         json_: bool = JSON_OPT,
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         dst: Path = typer.Argument(..., help="Output file (.ti/.txt, .parquet, .csv) or folder (per-rank TI)."),
         from_: str = typer.Option("auto", "--from", help="Input format (see `ccmod formats`)."),
         to: Optional[str] = typer.Option(None, "--to", help="Output format: ti, parquet or csv (default: from the extension)."),
-        compute_rate: float = typer.Option(1e9, help="flop/s: TI flops <-> seconds."),
+        compute_rate: str = COMPUTE_RATE_OPT,
         collective: Optional[str] = COLLECTIVE_OPT,
         json_: bool = JSON_OPT,
     ):
