@@ -123,6 +123,14 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     from ccmod.workloads.units import parse_compute_rate
     compute_rate = parse_compute_rate(compute_rate)
     w = load_workload(trace, fmt, compute_rate, compute_scale, collectives)
+    seen = int(w.meta.get("eager_bytes_observed", 0) or 0)
+    eager_note = None
+    if not eager_given and send_mode == "rendezvous" and seen > eager_limit_bytes:
+        # the traced run buffered larger blocking sends: its MPI's eager limit was larger
+        eager_note = (f"eager limit {seen} bytes: in the traced run blocking sends of up to "
+                      f"{seen} bytes returned before their receive was posted (the MPI "
+                      "buffered them); --eager-limit overrides")
+        eager_limit_bytes = seen
     t0 = time.perf_counter()
     node_of_rank = rank_to_node(mapping, w.nranks).astype(np.int64)
     nodes_needed = max(count_nodes(node_of_rank), 1)
@@ -137,6 +145,8 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
     options["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
+    if eager_note:
+        options["notes"].append(eager_note)
     if getattr(net.cost, "monotone", True) is False:
         options["notes"].append("the cost model is not monotone in message size: a bigger "
                                 "message can be cheaper at a segment start")

@@ -36,6 +36,15 @@ def print_info(path: str, d: dict, out=None) -> None:
     con.print(f"compute         {d['compute_s']:.6g} s in total; busiest rank "
               f"{d['compute_s_max_rank']:.6g} s (makespan lower bound "
               f"{d['duration_estimate_s']:.6g} s)")
+    if d.get("compute_rate_flops"):
+        from ccmod.workloads.units import format_rate
+        con.print(f"compute rate    {format_rate(d['compute_rate_flops'])} (the trace counts "
+                  "flops; --compute-rate; SMPI recorded them at its smpi/host-speed, "
+                  "default 20kf)")
+    if d.get("wait_ids") and d["wait_ids"] != "none":
+        con.print(f"wait ids        {d['wait_ids']} ('wait <src> <dst> <tag>' names "
+                  + ("actor PIDs = rank + 1, SimGrid 3.21-3.26)" if d["wait_ids"] == "pid"
+                     else "ranks)"))
     con.print(make_table(("op", "records"), ((k, f"{v:,}") for k, v in d["records_by_op"].items()),
                          title="records by op", justify=("left", "right")))
     if d["size_histogram"]:
