@@ -48,20 +48,6 @@ BAD_INPUT = (OSError, ValueError, struct.error, KeyError, IndexError, EOFError, 
              gzip.BadGzipFile, UnicodeDecodeError, OverflowError, TypeError, AttributeError)
 
 
-def optional_module(name: str):
-    """Import the module ``name``; None when that module itself is not installed.
-
-    An import error *inside* the module (one of its own dependencies missing) still
-    propagates, so a broken module is not mistaken for an absent one.
-    """
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return None
-
-
 def numbered_rank_files(path: str, regex, glob_tail: str, label: str,
                         hint: str | None = None) -> list[str]:
     """The files next to ``path`` whose names differ from its name only by the rank number.
