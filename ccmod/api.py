@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.options import INTRA_BANDWIDTH_BPS, INTRA_LATENCY_S, RunOptions  # noqa: F401
+from ccmod.options import RunOptions
 
 __all__ = ["run", "load_workload", "load_network", "RunOptions"]
 

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ccmod.cli_util import JSON_OPT, console, make_table, print_listing
+from ccmod.cli_util import JSON_OPT, print_listing
 from ccmod.errors import CcmodInputError
 from ccmod.reporting import parse_levels
 

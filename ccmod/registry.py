@@ -22,7 +22,7 @@ import importlib
 import inspect
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Callable
 

@@ -12,7 +12,6 @@ and returns one table row per point, in grid order whatever the parallelism.
 """
 from __future__ import annotations
 
-import inspect
 import itertools
 import json
 import math

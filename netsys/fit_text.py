@@ -1,8 +1,6 @@
 """Human-readable ``ccmod fit`` report (the CLI prints it; ``--json`` prints data instead)."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ccmod.units import fmt_bw, fmt_time

@@ -16,7 +16,6 @@ engine once per level with the parquet sink into those sub-directories, then cal
 from __future__ import annotations
 
 import html
-import math
 from pathlib import Path
 
 from ccmod.atomic import atomic_write_text

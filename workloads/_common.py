@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import gzip
-import importlib
 import os
 import struct
 import zlib

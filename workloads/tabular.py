@@ -211,7 +211,7 @@ def write_csv(workload: Workload, path) -> Path:
     with atomic_path(path) as tmp:
         with open(tmp, "w", newline="") as f:
             f.write(CSV_MAGIC + "\n")
-            f.write("# " + json.dumps(head, default=_jsonable, sort_keys=True) + "\n")
+            f.write("# " + json.dumps(head, default=json_default, sort_keys=True) + "\n")
             df.to_csv(f, index=False, float_format="%.17g", lineterminator="\n")
     return path
 
