@@ -56,7 +56,7 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 
 
 def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), out_dir=None,
-        record: bool | None = None, progress=None, **option_values):
+        record: bool | None = None, progress=None, bounds: bool = False, **option_values):
     """Predict the communication of a trace on a network.
 
     Parameters
@@ -67,7 +67,10 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         ``NAME[:key=value,...]`` (see ``ccmod networks``), default ``"star"``. A Network
         object is not modified.
     options : RunOptions, optional
-        How to run (sharing rule, send mode, rates, background, mapping, cost, ...).
+        How to run: sharing rule, send mode, eager limit, compute rate and scale, quiet
+        cost, background load (a constant fraction in [0, 1) or a model spec such as
+        ``"exp:mean_pps=7000,max_pps=25000,interval=1e-3,seed=1"`` or ``"file:loads.csv"``,
+        see :mod:`ccmod.netsys.background`), mapping, format, collectives, intra-node cost.
     **option_values
         Any :class:`~ccmod.options.RunOptions` field by name (``sharing="maxmin"``,
         ``background=0.3``, ...), overriding ``options``.
@@ -78,35 +81,39 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     record : bool, optional
         Keep rank-state and link-load intervals in the result (default: True when sinks
         or out_dir are given, or the workload is small).
+    bounds : bool
+        Also run the best / average / worst background cases (no load, the mean load, the
+        95th-percentile load, each held constant; :mod:`ccmod.bounds`) and put their
+        makespans in ``result.bounds``.
 
     Returns
     -------
     ccmod.result.RunResult
-
-    Raises
-    ------
-    CcmodInputError
-        A bad option (naming its command-line flag), trace, network or sink.
     """
     from ccmod.collect import collect
     from ccmod.compile import compile_messages
-    from ccmod.engine import Engine
     from ccmod.netsys.mapping import nodes_needed as count_nodes
     from ccmod.netsys.mapping import rank_to_node
 
+    from ccmod.engine import Engine
+    from ccmod.netsys.background import make_background
     opts = RunOptions.make(options, **option_values)
+    sharing, send_mode, eager = opts.sharing, opts.send_mode, opts.eager_limit_bytes
+    bg = make_background(opts.background)
     w = load_workload(trace, **opts.load_kwargs())
     t0 = time.perf_counter()
     node_of_rank = rank_to_node(opts.mapping, w.nranks).astype(np.int64)
     nodes_needed = max(count_nodes(node_of_rank), 1)
-    net = load_network(network, nodes_needed, cost=opts.cost, background=opts.background)
+    net = load_network(network, nodes_needed, cost=opts.cost,
+                       background=bg.load if bg.constant else 0.0)
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
-    sharing, send_mode, eager = opts.sharing, opts.send_mode, opts.eager_limit_bytes
     info = {"sharing": sharing, "send_mode": send_mode,
             "eager_limit_bytes": eager, "compute_rate": opts.compute_rate,
-            "compute_scale": opts.compute_scale, "background": opts.background,
+            "compute_scale": opts.compute_scale,
+            # a number for every consumer; a model's spec is in background_model
+            "background": bg.load if bg.constant else _mean_level(bg, net),
             "mapping": opts.mapping, "cost": None if opts.cost is None else str(opts.cost),
             "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
     msgs = compile_messages(w, net, node_of_rank, sharing, opts.intra_latency_s,
@@ -125,16 +132,34 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         for s in sink_objs:
             s.open(ctx)
     cap = net.capacity_Bps.reshape(-1)
-    eng = Engine(w, msgs, net.nresources, cap, net.background_flat(), sharing=sharing,
-                 send_mode=send_mode, eager_limit_bytes=eager, record=record,
-                 signals=any(getattr(s, "wants_signals", False) for s in sink_objs),
-                 progress=progress)
-    makespan = eng.run()
+    signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
+
+    def make_engine(bg_flat, steps, main=True):
+        kw = {} if steps is None else {"bg_t_s": steps.t_s, "bg_resource": steps.resource,
+                                       "bg_load": steps.load}
+        return Engine(w, msgs, net.nresources, cap, bg_flat, sharing=sharing,
+                      send_mode=send_mode, eager_limit_bytes=eager,
+                      record=record if main else False, signals=signals if main else False,
+                      progress=progress if main else None, **kw)
+
+    from ccmod.bounds import bounds_makespans, run_engine
+    if not bg.constant:
+        info["background_model"] = bg.describe()
+    eng, makespan = run_engine(make_engine, w, msgs, net, bg)
+    bounds_out = None
+    if bounds:
+        bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, st, main=False), net, bg)
     wall = time.perf_counter() - t0
     result = collect(eng, msgs, net, node_of_rank, makespan, wall, info)
+    result.bounds = bounds_out
     if sink_objs:
         _feed_sinks(sink_objs, eng, result)
     return result
+
+
+def _mean_level(bg, net) -> float:
+    lv = bg.level(net, "mean")
+    return float(lv.max()) if len(lv) else 0.0
 
 
 def _make_sinks(sinks, out_dir):

@@ -77,9 +77,20 @@ def check_option(name: str, value):
     if name == "compute_scale":
         return _number(name, value, lo=0.0, what="compute scale")
     if name == "background":
+        # a constant fraction is checked here; a model spec ("exp:...", "file:PATH") or a
+        # Background object is checked by ccmod.netsys.background when the run starts
         if value is None:
             return 0.0
-        return _number(name, value, lo=0.0, hi=1.0, what="background load fraction")
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                if not value.strip():
+                    return 0.0
+                return value.strip()
+        if isinstance(value, (int, float)):
+            return _number(name, value, lo=0.0, hi=1.0, what="background load fraction")
+        return value
     if name == "intra_latency_s":
         return _number(name, value, lo=0.0, what="intra-node latency (s)")
     if name == "intra_bandwidth_Bps":
@@ -120,8 +131,9 @@ class RunOptions:
         flop/s used to turn traced flops into seconds (formats that count flops).
     compute_scale : float
         Multiplies every compute duration (0.5 = a CPU twice as fast).
-    background : float
-        Constant background load fraction on every link direction, in [0, 1).
+    background : float, str or Background
+        Constant background load fraction on every link direction, in [0, 1), or a
+        background model spec (``"exp:mean_pps=7000,..."``, ``"file:loads.csv"``).
     mapping : str, optional
         Rank → node map: ``block:K``, ``cyclic:K`` or a file (default one rank per node).
     cost : str, path or CostModel, optional
@@ -144,7 +156,7 @@ class RunOptions:
     eager_limit_bytes: int = 0
     compute_rate: float = 1e9
     compute_scale: float = 1.0
-    background: float = 0.0
+    background: object = 0.0
     mapping: object = None
     cost: object = None
     fmt: str = "auto"

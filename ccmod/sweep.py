@@ -25,9 +25,11 @@ from ccmod.errors import CcmodError, CcmodInputError
 
 #: result columns, after the parameter columns (see docs/sweep.md)
 RESULT_COLUMNS = ("nodes", "makespan_s", "messages", "bytes", "busiest_link",
-                  "peak_contention", "mean_slowdown", "comm_s", "wait_s", "wall_s", "error")
+                  "peak_contention", "mean_slowdown", "comm_s", "wait_s", "knee_pps",
+                  "bound_best_s", "bound_avg_s", "bound_worst_s", "wall_s", "error")
 _INT_COLUMNS = ("nodes", "messages", "bytes", "peak_contention")
-_FLOAT_COLUMNS = ("makespan_s", "mean_slowdown", "comm_s", "wait_s", "wall_s")
+_FLOAT_COLUMNS = ("makespan_s", "mean_slowdown", "comm_s", "wait_s", "knee_pps",
+                  "bound_best_s", "bound_avg_s", "bound_worst_s", "wall_s")
 from ccmod.options import LOAD_OPTIONS, OPTION_FLAGS, RunOptions, check_option  # noqa: E402
 
 #: CLI option named in the errors about a parameter
@@ -36,10 +38,10 @@ _NONE = ("none", "default")
 
 
 def run_options() -> tuple[str, ...]:
-    """Names of the run options a sweep can vary or fix: ``network`` and every
-    :class:`~ccmod.options.RunOptions` field."""
+    """Names of the run options a sweep can vary or fix: ``network``, every
+    :class:`~ccmod.options.RunOptions` field and ``bounds``."""
     import dataclasses
-    return ("network",) + tuple(f.name for f in dataclasses.fields(RunOptions))
+    return ("network",) + tuple(f.name for f in dataclasses.fields(RunOptions)) + ("bounds",)
 
 
 def _values(name: str, values) -> list:
@@ -161,8 +163,15 @@ def _validate(name: str, values: list, costs: dict) -> list:
     to pass to ``run`` (cost files loaded once, collective strings parsed)."""
     out = []
     for v in values:
+        if name == "background" and isinstance(v, str) and ":" in v:
+            from ccmod.netsys.background import make_background
+            make_background(v)          # a model spec: exp:..., file:...
         if name == "network":
             _check_network(v)
+        elif name == "bounds":
+            if not isinstance(v, (bool, np.bool_)):
+                raise CcmodInputError(f"bounds is true or false, got {v!r}", source="--bounds")
+            v = bool(v)
         else:
             v = check_option(name, v)
         if name == "cost":
@@ -186,7 +195,11 @@ def _metrics(r) -> dict:
     slow = msgs["slowdown"].to_numpy(float) if len(msgs) else np.zeros(0)
     slow = slow[np.isfinite(slow)]
     b = r.busiest_link()
+    bd = getattr(r, "bounds", None) or {}
     return {"nodes": int(r.network.get("nodes", 0)), "makespan_s": float(r.makespan_s),
+            "knee_pps": _knee_pps(r),
+            "bound_best_s": bd.get("best", math.nan), "bound_avg_s": bd.get("avg", math.nan),
+            "bound_worst_s": bd.get("worst", math.nan),
             "messages": int(len(msgs)),
             "bytes": int(msgs["nbytes"].sum()) if len(msgs) else 0,
             "busiest_link": None if b is None else str(b["name"]),
@@ -195,6 +208,20 @@ def _metrics(r) -> dict:
             "comm_s": float((ranks["send_s"] + ranks["recv_s"]).sum()),
             "wait_s": float((ranks["wait_s"] + ranks["barrier_s"]).sum()),
             "error": None}
+
+
+def _knee_pps(r) -> float:
+    """Mean packets/s through the most loaded link (most bytes) over the makespan: the
+    article's knee capacity measure, one number per point (packet size from the network,
+    else 1500 bytes)."""
+    links = r.links
+    if links is None or not len(links) or not r.makespan_s > 0:
+        return math.nan
+    from ccmod.netsys.registry import NETWORKS
+    name = r.network.get("name", "")
+    cls = NETWORKS.get(name).factory if name in NETWORKS else None
+    packet = getattr(cls, "packet_size", None) or 1500
+    return float(links["bytes"].max()) / packet / float(r.makespan_s)
 
 
 def evaluate_point(workload, kwargs: dict) -> dict:

@@ -7,5 +7,6 @@ from ccmod.registry import Registry
 
 NETWORKS = Registry("network", "ccmod.networks",
                     builtins=("ccmod.netsys.topologies", "ccmod.netsys.meshes",
-                              "ccmod.netsys.topofile"),
+                              "ccmod.netsys.topofile", "ccmod.netsys.fattree",
+                              "ccmod.netsys.dragonfly"),
                     skip_params=("nodes_needed",))

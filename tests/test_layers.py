@@ -143,3 +143,21 @@ def test_the_checker_sees_known_edges():
     assert ("ccmod.engine", "ccmod.codes") in edges
     assert any(a.startswith("ccmod.workloads.") and b == "ccmod.errors" for a, b in edges)
     assert len(modules) > 80
+
+
+def test_every_ccmod_import_names_an_existing_module():
+    # catches imports of renamed modules inside functions, which only fail when called
+    modules = set(_modules())
+    bad = []
+    for folder in ROOMS:
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
+                        if n.startswith("ccmod") and n not in modules]
+    assert not bad, bad
