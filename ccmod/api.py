@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.options import RunOptions
+from ccmod.options import DEFAULT_EAGER_LIMIT_BYTES, RunOptions
 
 __all__ = ["run", "load_workload", "load_network", "RunOptions"]
 
@@ -67,7 +67,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         ``NAME[:key=value,...]`` (see ``ccmod networks``), default ``"star"``. A Network
         object is not modified.
     options : RunOptions, optional
-        How to run: sharing rule, send mode, eager limit, compute rate and scale, quiet
+        How to run: sharing rule, send mode, eager limit (default
+        ``DEFAULT_EAGER_LIMIT_BYTES`` = 64 KiB with rendezvous; 0 gives the article's
+        synchronous SCOM), compute rate (flop/s, or SimGrid's ``20kf``) and scale, quiet
         cost, background load (a constant fraction in [0, 1) or a model spec such as
         ``"exp:mean_pps=7000,max_pps=25000,interval=1e-3,seed=1"`` or ``"file:loads.csv"``,
         see :mod:`ccmod.netsys.background`), mapping, format, collectives, intra-node cost.
@@ -98,9 +100,20 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     from ccmod.engine import Engine
     from ccmod.netsys.background import make_background
     opts = RunOptions.make(options, **option_values)
-    sharing, send_mode, eager = opts.sharing, opts.send_mode, opts.eager_limit_bytes
+    sharing, send_mode, compute_rate = opts.sharing, opts.send_mode, opts.compute_rate
+    eager_given = opts.eager_limit_bytes is not None
+    eager_limit_bytes = opts.eager_limit_bytes if eager_given else (
+        DEFAULT_EAGER_LIMIT_BYTES if send_mode == "rendezvous" else 0)
     bg = make_background(opts.background)
     w = load_workload(trace, **opts.load_kwargs())
+    seen = int(w.meta.get("eager_bytes_observed", 0) or 0)
+    eager_note = None
+    if not eager_given and send_mode == "rendezvous" and seen > eager_limit_bytes:
+        # the traced run buffered larger blocking sends: its MPI's eager limit was larger
+        eager_note = (f"eager limit {seen} bytes: in the traced run blocking sends of up to "
+                      f"{seen} bytes returned before their receive was posted (the MPI "
+                      "buffered them); --eager-limit overrides")
+        eager_limit_bytes = seen
     t0 = time.perf_counter()
     node_of_rank = rank_to_node(opts.mapping, w.nranks).astype(np.int64)
     nodes_needed = max(count_nodes(node_of_rank), 1)
@@ -110,7 +123,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
     info = {"sharing": sharing, "send_mode": send_mode,
-            "eager_limit_bytes": eager, "compute_rate": opts.compute_rate,
+            "eager_limit_bytes": int(eager_limit_bytes), "compute_rate": compute_rate,
             "compute_scale": opts.compute_scale,
             # a number for every consumer; a model's spec is in background_model
             "background": bg.load if bg.constant else _mean_level(bg, net),
@@ -119,10 +132,12 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     msgs = compile_messages(w, net, node_of_rank, sharing, opts.intra_latency_s,
                             opts.intra_bandwidth_Bps)
     info["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
+    if eager_note:
+        info["notes"].append(eager_note)
     if getattr(net.cost, "monotone", True) is False:
         info["notes"].append("the cost model is not monotone in message size: a bigger "
                                 "message can be cheaper at a segment start")
-    if eager and send_mode != "rendezvous":
+    if eager_given and eager_limit_bytes and send_mode != "rendezvous":
         info["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
     if sink_objs:
@@ -138,7 +153,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         kw = {} if steps is None else {"bg_t_s": steps.t_s, "bg_resource": steps.resource,
                                        "bg_load": steps.load}
         return Engine(w, msgs, net.nresources, cap, bg_flat, sharing=sharing,
-                      send_mode=send_mode, eager_limit_bytes=eager,
+                      send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
                       record=record if main else False, signals=signals if main else False,
                       progress=progress if main else None, **kw)
 
@@ -152,9 +167,26 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     wall = time.perf_counter() - t0
     result = collect(eng, msgs, net, node_of_rank, makespan, wall, info)
     result.bounds = bounds_out
+    _trace_notes(w, result, compute_rate)
     if sink_objs:
         _feed_sinks(sink_objs, eng, result)
     return result
+
+
+def _trace_notes(w, result, compute_rate) -> None:
+    """Add what the summary must say about the trace (compute rate, nothing to predict)."""
+    from ccmod.trace_notes import (compute_info, compute_notes, holds_no_communication,
+                                   nothing_to_predict_note)
+    notes = result.options.setdefault("notes", [])
+    r = result.ranks
+    busiest = r.loc[r["finish_s"].idxmax()] if len(r) else None
+    comm = 0.0 if busiest is None else float(busiest["send_s"] + busiest["recv_s"]
+                                             + busiest["wait_s"] + busiest["barrier_s"])
+    comp = 0.0 if busiest is None else float(busiest["compute_s"])
+    notes.extend(compute_notes(w, compute_rate, comm, comp))
+    result.options["compute"] = compute_info(w, compute_rate)
+    if holds_no_communication(w):
+        result.options["nothing_to_predict"] = nothing_to_predict_note(w, result.makespan_s)
 
 
 def _mean_level(bg, net) -> float:

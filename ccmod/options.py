@@ -15,6 +15,10 @@ from ccmod.errors import CcmodInputError
 
 SEND_MODES = ("rendezvous", "eager", "detached")
 
+#: default eager limit (bytes) with rendezvous: MPI-like, SMPI's
+#: ``smpi/send-is-detached-thresh`` (65536); 0 gives the article's synchronous SCOM
+DEFAULT_EAGER_LIMIT_BYTES = 65536
+
 #: intra-node (same node) message cost: a memcpy-like latency and bandwidth
 INTRA_LATENCY_S = 5e-7
 INTRA_BANDWIDTH_BPS = 5e9
@@ -71,9 +75,12 @@ def check_option(name: str, value):
                                   hint="valid: " + ", ".join(SEND_MODES))
         return value
     if name == "eager_limit_bytes":
+        if value is None:
+            return None     # the default: DEFAULT_EAGER_LIMIT_BYTES with rendezvous, else 0
         return _number(name, value, lo=0, integer=True, what="eager limit (bytes)")
     if name == "compute_rate":
-        return _number(name, value, lo=0.0, lo_open=True, what="compute rate (flop/s)")
+        from ccmod.units import parse_compute_rate
+        return parse_compute_rate(value)
     if name == "compute_scale":
         return _number(name, value, lo=0.0, what="compute scale")
     if name == "background":
@@ -125,10 +132,13 @@ class RunOptions:
     sharing : str
         Sharing rule ``NAME[:key=value,...]`` (see ``ccmod.sharing.SHARING_RULES``).
     send_mode : {"rendezvous", "eager", "detached"}
-    eager_limit_bytes : int
-        With rendezvous, messages of at most this many bytes go eagerly (0 = none).
-    compute_rate : float
-        flop/s used to turn traced flops into seconds (formats that count flops).
+    eager_limit_bytes : int, optional
+        With rendezvous, messages of at most this many bytes go eagerly (0 = none: the
+        article's synchronous SCOM). ``None``: :data:`DEFAULT_EAGER_LIMIT_BYTES` with
+        rendezvous (raised to what the traced run's MPI visibly buffered), 0 otherwise.
+    compute_rate : float or str
+        flop/s used to turn traced flops into seconds (formats that count flops); also
+        SimGrid's notation (``"20kf"``, ``"1Gf"``).
     compute_scale : float
         Multiplies every compute duration (0.5 = a CPU twice as fast).
     background : float, str or Background
@@ -153,7 +163,7 @@ class RunOptions:
 
     sharing: str = "ccmod"
     send_mode: str = "rendezvous"
-    eager_limit_bytes: int = 0
+    eager_limit_bytes: int | None = None
     compute_rate: float = 1e9
     compute_scale: float = 1.0
     background: object = 0.0

@@ -96,8 +96,9 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
         Trace file (or folder / description file, depending on the format).
     fmt : str
         Reader name (see :func:`list_formats`) or ``"auto"`` to sniff it.
-    compute_rate : float
-        flop/s, for formats that count flops (SimGrid TI).
+    compute_rate : float or str
+        flop/s, for formats that count flops (SimGrid TI): a number or SimGrid's notation
+        (``"20kf"``, ``"1Gf"``).
     compute_scale : float
         Multiplies every compute duration (e.g. 0.5 = a CPU twice as fast).
     collectives : dict or str, optional
@@ -113,7 +114,7 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
         naming the file and line).
     """
     p = _check_path(path)
-    compute_rate = check_option("compute_rate", compute_rate)
+    compute_rate = check_option("compute_rate", compute_rate)   # also SimGrid's '20kf', '1Gf'
     compute_scale = check_option("compute_scale", compute_scale)
     if isinstance(collectives, str):
         collectives = _parse_collectives(collectives)
