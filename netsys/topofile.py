@@ -24,14 +24,15 @@ import numpy as np
 from ccmod.errors import CcmodInputError
 from ccmod.guard import check_network_size, excerpt
 from ccmod.netsys.base import Param
-from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork, register
+from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork
+from ccmod.netsys.registry import NETWORKS
 
 
 #: the largest topology file read (a million-link file is ~40 MB)
 _MAX_BYTES = 64 << 20
 
 
-@register
+@NETWORKS.register()
 class TopologyFile(BuiltNetwork):
     """A network described by a topology file (``file=PATH``), BFS shortest-path routing."""
 

@@ -190,7 +190,7 @@ def test_generators_refuse_huge_work_with_the_estimate(tmp_path, spec):
 
 
 def test_temp_names_are_fixed_so_reruns_replace_them(tmp_path):
-    from ccmod.io import atomic_path, temp_path
+    from ccmod.atomic import atomic_path, temp_path
     target = tmp_path / "out.txt"
     stale = tmp_path / ".out.txt.ccmod-tmp"
     stale.write_text("left by a killed run")
@@ -205,7 +205,7 @@ def test_disk_full_names_the_path(tmp_path):
     import errno
 
     from ccmod.errors import CcmodInputError
-    from ccmod.io import atomic_path
+    from ccmod.atomic import atomic_path
     target = tmp_path / "table.parquet"
     with pytest.raises(CcmodInputError) as ei:
         with atomic_path(target):

@@ -34,10 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.atomic import atomic_path
 from ccmod.guard import excerpt
-from ccmod.io import atomic_path
 from ccmod.workloads.base import OP_NAMES, Workload
 from ccmod.workloads.registry import READERS
+from ccmod.jsonio import json_default
 
 FORMAT_VERSION = "1"
 #: (column, numpy dtype) in file order
@@ -49,15 +50,7 @@ _OPCODE = {n: i for i, n in enumerate(OP_NAMES)}
 
 
 def _json_meta(meta: dict) -> str:
-    return json.dumps(meta, default=_jsonable, sort_keys=True)
-
-
-def _jsonable(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+    return json.dumps(meta, default=json_default, sort_keys=True)
 
 
 def _rank_col(w: Workload) -> np.ndarray:
@@ -140,6 +133,7 @@ def _check_header(nranks, files, meta, top: int, nrows: int, source: str):
     return int(nranks), files, meta
 
 
+@READERS.register()
 class ParquetReader:
     """ccmod's own Parquet record layout (lossless; fastest to re-read)."""
 
@@ -250,7 +244,7 @@ def write_csv(workload: Workload, path) -> Path:
     with atomic_path(path) as tmp:
         with open(tmp, "w", newline="") as f:
             f.write(CSV_MAGIC + "\n")
-            f.write("# " + json.dumps(head, default=_jsonable, sort_keys=True) + "\n")
+            f.write("# " + json.dumps(head, default=json_default, sort_keys=True) + "\n")
             df.to_csv(f, index=False, float_format="%.17g", lineterminator="\n")
     return path
 
@@ -341,6 +335,7 @@ def _read_ccmod_csv(path: Path, compute_scale: float) -> Workload:
     return w
 
 
+@READERS.register()
 class CSVReader:
     """CSV: ccmod's own record CSV, or a pipit-style event CSV (Enter/Leave/Instant)."""
 
@@ -389,7 +384,3 @@ class CSVReader:
         w.meta["format"] = "csv"
         w.meta.setdefault("compute_rate", compute_rate)
         return w
-
-
-READERS.add("parquet", ParquetReader, ParquetReader.description)
-READERS.add("csv", CSVReader, CSVReader.description)
