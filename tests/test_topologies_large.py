@@ -238,3 +238,13 @@ def test_jmachine_example_trace_runs_on_the_ecube_mesh():
     manhattan = np.abs(coords(s) - coords(d)).sum(1)
     assert np.array_equal(m["hops"].to_numpy(), np.where(s == d, 0, 2 + manhattan))
     assert r.makespan_s > 0
+
+
+@pytest.mark.parametrize("name", ["fattree", "dragonfly"])
+def test_plain_names_run_and_are_listed(name):
+    from ccmod.netsys.networks import list_networks, network_params
+    net = make_network(name, 5)
+    assert net.nnodes >= 5
+    assert name in set(list_networks()["name"])
+    params = network_params(name)
+    assert len(params) == len(type(net).params) and params["doc"].str.len().min() > 0
