@@ -6,14 +6,16 @@ import sys
 import pandas as pd
 import pytest
 
+from conftest import run_cli
+
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def ccmod(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ccmod", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd or ROOT, timeout=300)
+    """``ccmod ARGS`` run in-process (see conftest.run_cli): exit code, stdout, stderr."""
+    return run_cli(*args, cwd=cwd)
 
 
 def write(tmp_path, text, name="t.ti"):
