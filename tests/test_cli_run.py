@@ -170,6 +170,7 @@ def test_option_combinations(tmp_path):
     assert "only matters with --send-mode rendezvous" in json.loads(res.stdout)["notes"][0]
 
 
+@pytest.mark.slow
 def test_report_background_levels_can_be_rebuilt(tmp_path):
     p = write(tmp_path, GOOD)
     rep = tmp_path / "rep"
