@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 TRACES = ROOT / "traces"
+DUMPI_ASCII = DATA / "real" / "sst-dumpi" / "ascii-derived"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -397,10 +398,10 @@ def families() -> dict[str, Family]:
         FileFamily("ti-desc", DATA / "ti-desc", [["info", "{IN}"], ["run", "{IN}"]],
                    target="desc.txt"),
         DescFamily(),
-        FileFamily("dumpi-ascii", DATA / "dumpi-ascii", [["info", "{IN}"], run_eager]),
+        FileFamily("dumpi-ascii", DUMPI_ASCII, [["info", "{IN}"], run_eager]),
         FileFamily("liballprof", DATA / "liballprof", [["info", "{IN}"], run_eager]),
         FileFamily("pipit-csv", DATA / "pipit-ping-pong.csv", [["info", "{IN}"], ["run", "{IN}"]]),
-        FileFamily("paraver", DATA / "paraver", [["info", "{IN}"], run_eager],
+        FileFamily("paraver", DATA / "real" / "paraver-kernel", [["info", "{IN}"], run_eager],
                    target="qsort_beo3.prv"),
         TabularFamily("parquet", ".parquet"),
         TabularFamily("ccmod-csv", ".csv"),
@@ -409,7 +410,7 @@ def families() -> dict[str, Family]:
         FileFamily("cost-json", DATA / "cost_model.json",
                    [["run", ROOT / "traces" / "pingpong.ti", "--cost", "{IN}"]]),
         FileFamily("map", DATA / "map4.txt",
-                   [["run", DATA / "dumpi-ascii", "--map", "{IN}"]]),
+                   [["run", DUMPI_ASCII, "--map", "{IN}"]]),
         FileFamily("topology", DATA / "topo.txt",
                    [["run", TRACES / "alltoall8.ti", "--network", "topology:file={IN}",
                      "--map", "block:2"]]),

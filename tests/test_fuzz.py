@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import fuzzkit
-from fuzzkit import DATA, ROOT, SECRET_MARK, TRACES, run_cli, verdict
+from fuzzkit import DATA, DUMPI_ASCII, ROOT, SECRET_MARK, TRACES, run_cli, verdict
 
 FAMILIES = fuzzkit.families()
 OPS = st.lists(st.tuples(st.integers(0, 63), st.integers(0, 10 ** 6),
@@ -49,7 +49,7 @@ def one_error(argv, *needles, env=None):
 @pytest.mark.parametrize("value", ["9223372036854775808", "99999999999999999999999"])
 def test_huge_counts_in_dumpi_ascii_are_file_line_errors(tmp_path, value):
     d = tmp_path / "dumpi"
-    fuzzkit._copy(DATA / "dumpi-ascii", d)
+    fuzzkit._copy(DUMPI_ASCII, d)
     f = d / "testtrace-0000.txt"
     f.write_text(f.read_text().replace("count=1", f"count={value}", 1))
     err = one_error(["info", d], f, "out of range")
@@ -141,7 +141,7 @@ def test_wrapped_python_texts_are_replaced(tmp_path):
     err = one_error(["info", f], f, "UTF-8")
     assert "position" not in err and "codec" not in err
     d = tmp_path / "d"
-    fuzzkit._copy(DATA / "dumpi-ascii", d)
+    fuzzkit._copy(DUMPI_ASCII, d)
     (d / "testtrace-0001.txt").write_bytes(b"\xff\xfe" + (d / "testtrace-0001.txt").read_bytes())
     err = one_error(["info", d], d, "UTF-8")
     assert "position" not in err
@@ -179,7 +179,7 @@ def test_networks_far_larger_than_the_run_are_refused_up_front(spec):
 def test_map_file_with_a_huge_node_number(tmp_path):
     m = tmp_path / "map.txt"
     m.write_text("0\n1\n100000000\n1\n")
-    one_error(["run", DATA / "dumpi-ascii", "--map", m], m, "far beyond")
+    one_error(["run", DUMPI_ASCII, "--map", m], m, "far beyond")
 
 
 @pytest.mark.parametrize("spec", ["halo2d:px=1000,py=1000,iterations=1000",

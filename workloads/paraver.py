@@ -27,7 +27,8 @@ from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
 from ccmod.guard import check_declared_ranks, open_gzip_bounded
-from ccmod.workloads._common import COLLECTIVE_KINDS, TraceAssembler, input_guard, reject_options
+from ccmod.workloads.assembler import COLLECTIVE_KINDS, TraceAssembler
+from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 from ccmod.workloads.registry import READERS
 
