@@ -164,6 +164,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     if not bg.constant:
         info["background_model"] = bg.describe()
     eng, makespan = run_engine(make_engine, w, msgs, net, bg)
+    if not bg.constant:
+        # the links table's background column: each link direction's mean load
+        net.set_background(bg.level(net, "mean")[:2 * net.nlinks].reshape(net.nlinks, 2))
     bounds_out = None
     if bounds:
         bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, st, main=False), net, bg)
