@@ -15,8 +15,8 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import (TraceAssembler, input_guard, numbered_rank_files,
-                               reject_options)
+from ccmod.workloads.assembler import TraceAssembler
+from ccmod.workloads.reader_input import input_guard, numbered_rank_files, reject_options
 from ccmod.workloads.dumpi_convert import DEFAULT_TYPE_SIZES, Resolver, convert
 from ccmod.workloads.dumpi_format import MAGIC, BinTrace, rank_files, read_meta
 from ccmod.workloads.registry import READERS

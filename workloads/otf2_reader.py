@@ -22,7 +22,8 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import TraceAssembler, input_guard, reject_options
+from ccmod.workloads.assembler import TraceAssembler
+from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 from ccmod.workloads.registry import READERS
 

@@ -28,7 +28,8 @@ from bisect import bisect_right
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import COLLECTIVE_KINDS, TraceAssembler, input_guard, reject_options
+from ccmod.workloads.assembler import COLLECTIVE_KINDS, TraceAssembler
+from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 from ccmod.workloads.registry import READERS
 
