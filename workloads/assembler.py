@@ -122,6 +122,8 @@ class TraceAssembler:
         self.stats: dict[str, int] = defaultdict(int)
         self.notes: list[str] = []
         self.meta: dict = {"format": fmt}
+        from ccmod.workloads.measured import TracedTime
+        self.traced = TracedTime(self.nranks)   # measured window and MPI time (meta)
 
     # -- bookkeeping --------------------------------------------------------------------
     def file(self, name: str) -> int:
@@ -150,6 +152,7 @@ class TraceAssembler:
     # -- time ---------------------------------------------------------------------------
     def mpi_enter(self, rank: int, t_s: float, line: int = 0, fid: int = 0) -> None:
         """Start of an MPI call: the time since the previous call's end is compute."""
+        self.traced.enter(rank, t_s)
         last = self.last_exit[rank]
         if last is not None:
             gap = t_s - last
@@ -164,6 +167,7 @@ class TraceAssembler:
             self.ops[rank].append([_COMPUTE, seconds * self.scale, line, fid])
 
     def mpi_leave(self, rank: int, t_s: float) -> None:
+        self.traced.leave(rank, t_s)
         self.last_exit[rank] = t_s
 
     # -- point to point -----------------------------------------------------------------
@@ -320,6 +324,9 @@ class TraceAssembler:
             self.note(f"{unm} message(s) could not be mapped to world ranks and were dropped on "
                       "both sides (see unmapped_sends/unmapped_recvs)")
         b.meta["notes"] = list(self.notes)
+        measured = self.traced.summary()
+        if measured is not None:
+            b.meta["measured"] = measured
         return b.build()
 
     @staticmethod

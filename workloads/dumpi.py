@@ -133,7 +133,15 @@ class DumpiReader:
                          compute_scale, collectives,
                          dict(dumpi_version=".".join(map(str, v)),
                               hostname=traces[0].hostname, clock_resolution_s=1e-9,
-                              time_base_s=base, meta_file=p if meta else None))
+                              time_base_s=base, meta_file=p if meta else None,
+                              **_placement([t.hostname for t in traces])))
+
+
+def _placement(hostnames) -> dict:
+    """Each rank file's header hostname -> ``meta["placement"]`` (if every rank has one)."""
+    from ccmod.workloads.placement import placement_meta
+    placed = placement_meta([h or None for h in hostnames], "DUMPI headers (hostname)")
+    return {} if placed is None else {"placement": placed}
 
 
 # ------------------------------------------------------------------------------ text
