@@ -86,11 +86,23 @@ class _Stream:
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows:
-            self.writer.write_table(table)
+            try:
+                self.writer.write_table(table)
+            except OSError as exc:
+                self._failed(exc)
             self.rows += table.num_rows
 
+    def _failed(self, exc: OSError):
+        """A write failed (disk full, quota): name the output, not an anonymous errno."""
+        raise CcmodInputError(f"cannot write: {exc.strerror or 'write failed'}",
+                              source=str(self.final),
+                              hint="check free space and permissions") from None
+
     def finish(self, rename: bool = True) -> None:
-        self.writer.close()
+        try:
+            self.writer.close()
+        except OSError as exc:
+            self._failed(exc)
         if rename:
             os.replace(self.tmp, self.final)
             release(self.tmp)
