@@ -386,6 +386,30 @@ def _generate(tmp, ops):
             ["generator", "--seed", "-o", kind])
 
 
+def _analytic(tmp, ops):
+    vals = _COUNTS + INTERESTING
+    v = [vals[o[2] % len(vals)] for o in ops] + ["4", "2", "8"]
+    cmds = [["mva", "--demands", f"0.1,{v[0]}", "--population", v[1]],
+            ["overflow", "--N", v[0], "--K", v[1], "--Q", v[2]],
+            ["mva", "--demands", v[0], "--population", "3", "--think", v[1]],
+            ["crosscheck", TRACES / "alltoall8.ti", "--compute-rate", v[0]]]
+    # calculators name the parameter at fault (N, K, Q, population, think_time, demands)
+    return cmds[_which(len(cmds), ops)], ["--", "N must", "K must", "Q must", "population",
+                                          "think", "demand", "compute"]
+
+
+def _sweep(tmp, ops):
+    vals = INTERESTING + _SIZES
+    v = [vals[o[2] % len(vals)] for o in ops] + ["0", "1", "2"]
+    cmds = [["sweep", TRACES / "pingpong.ti", "--background", f"0,{v[0]}"],
+            ["sweep", TRACES / "pingpong.ti", "-n", f"star:bandwidth={v[0]}", "-n", "bus"],
+            ["sweep", TRACES / "pingpong.ti", "--grid", f"network.bandwidth={v[0]},{v[1]}"],
+            ["sweep", TRACES / "pingpong.ti", "--grid", f"{v[0]}=1,2"],
+            ["sweep", TRACES / "pingpong.ti", "--eager-limit", v[0], "-o", tmp / "s.csv"]]
+    return cmds[_which(len(cmds), ops)], ["--", "sweep", "grid", "network", "bandwidth",
+                                          "background", "eager", str(tmp)]
+
+
 def families() -> dict[str, Family]:
     """Every family, by name (the campaign's rows)."""
     run_eager = ["run", "{IN}", "--send-mode", "eager"]
@@ -418,6 +442,8 @@ def families() -> dict[str, Family]:
         SpecFamily("network", _network),
         SpecFamily("run-options", _options),
         SpecFamily("generate", _generate),
+        SpecFamily("analytic", _analytic),
+        SpecFamily("sweep", _sweep),
     ]
     return {f.name: f for f in fams}
 
