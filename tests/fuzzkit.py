@@ -284,7 +284,8 @@ class SecretFamily(Family):
         t = TRACES / "alltoall8.ti"
         cmds = [["run", t, "--map", target], ["run", t, "--network", f"topology:file={target}"],
                 ["run", t, "--cost", target], ["info", target], ["fit", target],
-                ["report", target.parent, "-o", tmp / "r.html"]]
+                ["report", target.parent, "-o", tmp / "r.html"],
+                ["run", t, "--background", f"file:{target}"]]
         cmd = cmds[_which(len(cmds), ops)]
         return cmd, [target, target.parent, "--network", "--map"]
 
