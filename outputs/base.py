@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-STATE_COMPUTE, STATE_SEND, STATE_RECV, STATE_WAIT, STATE_BARRIER = range(5)
-STATE_NAMES = ("compute", "send", "recv", "wait", "barrier")
+STATE_COMPUTE, STATE_SEND, STATE_RECV, STATE_WAIT, STATE_BARRIER, STATE_OVERHEAD = range(6)
+#: "overhead": per-message CPU overheads (o_send_s / o_recv_s) charged to a rank
+STATE_NAMES = ("compute", "send", "recv", "wait", "barrier", "overhead")
 
 #: evaluation signals, named after the article's otrace_sig (Listing Five)
 SIGNALS = ("CONFIG", "GO_INIT", "NEWPROC", "NEWSCOM", "MSGSTART", "COMMCOST", "SYSCONT",
