@@ -7,10 +7,30 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.typed import List
 
 from ccmod.kernel.codes import (SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
                                 SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END, SG_UPPR_PROC,
                                 SIGNALS)
+
+
+@njit(cache=True)
+def empty_logs():
+    st = List()
+    st.append((0, 0, 0.0, 0.0))
+    st.pop()
+    ld = List()
+    ld.append((0.0, 0, 0))
+    ld.pop()
+    sg = List()
+    sg.append((0.0, 0, 0, 0, 0, 0, 0.0))
+    sg.pop()
+    return st, ld, sg
+
+
+@njit(cache=True)
+def _len(lst):
+    return len(lst)
 
 
 @njit(cache=True)
@@ -47,7 +67,7 @@ def _sigs(lst, t, code, ia, f):
 
 def state_arrays(lst):
     """(rank int32, state int8, t_start_s, t_end_s) of the recorded intervals."""
-    n = len(lst)
+    n = _len(lst)
     r, s = np.empty(n, np.int32), np.empty(n, np.int8)
     t0, t1 = np.empty(n), np.empty(n)
     if n:
@@ -57,7 +77,7 @@ def state_arrays(lst):
 
 def load_arrays(lst):
     """(t_s, resource int32, active int32) of every contention change."""
-    n = len(lst)
+    n = _len(lst)
     t, r, c = np.empty(n), np.empty(n, np.int32), np.empty(n, np.int32)
     if n:
         _load(lst, t, r, c)
@@ -66,7 +86,7 @@ def load_arrays(lst):
 
 def signal_arrays(lst):
     """(t_s, code, int args (n, 4), float arg) of the signal log."""
-    n = len(lst)
+    n = _len(lst)
     t, code = np.empty(n), np.empty(n, np.int64)
     ia, f = np.empty((n, 4), np.int64), np.empty(n)
     if n:

@@ -33,14 +33,11 @@ BgSteps = namedtuple("BgSteps", "t res load")
 
 
 def new_logs():
-    """Empty recordings: rank-state intervals, contention changes, signals."""
-    from numba import types
-    from numba.typed import List
-    st = List.empty_list(types.Tuple((types.int64, types.int64, types.float64, types.float64)))
-    ld = List.empty_list(types.Tuple((types.float64, types.int64, types.int64)))
-    sg = List.empty_list(types.Tuple((types.float64, types.int64, types.int64, types.int64,
-                                      types.int64, types.int64, types.float64)))
-    return Logs(st, ld, sg)
+    """Empty recordings: rank-state intervals, contention changes, signals (typed lists of
+    fixed-width records, made in compiled code so that no list method is compiled at
+    start-up; Python only hands them back to compiled functions)."""
+    from ccmod.kernel.record import empty_logs
+    return Logs(*empty_logs())
 
 
 def new_rank_state(rank_ptr, nstates):
