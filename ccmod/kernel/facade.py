@@ -77,6 +77,11 @@ class CcmodSharing(_Facade):
         k = self._add_route(m, resources)
         cc_start(self.S, k, float(t), float(work))
 
+    def set_load(self, r, t, load):
+        """Background load of resource r becomes ``load`` at time t (an event horizon)."""
+        from ccmod.kernel.ccmod_rule import cc_set_free
+        cc_set_free(self.S, int(r), float(t), 1.0 - float(load))
+
     def next_time(self) -> float:
         from ccmod.kernel.ccmod_rule import cc_next_time
         return float(cc_next_time(self.S))
@@ -116,6 +121,7 @@ class MaxMinSharing(_Facade):
             mm_end(self.S, int(k), float(t))
         return self._done(nd)
 
-    def set_free(self, r, t, free):
+    def set_load(self, r, t, load):
+        """Background load of resource r becomes ``load`` at time t (an event horizon)."""
         from ccmod.kernel.maxmin import mm_set_free
-        mm_set_free(self.S, int(r), float(t), float(free))
+        mm_set_free(self.S, int(r), float(t), 1.0 - float(load))

@@ -368,19 +368,22 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
         th = T.t[T.item[0]] if T.len[0] > 0 else INF
         kb = K.ks[K_BG]
         tb = BG.t[kb] if kb < nbg else INF
-        if tk == INF and th == INF and tb == INF:
+        if tk == INF and th == INF:    # nothing left to move: later steps change nothing
             K.kf[0] = t
             return True
         t_new = min(tk, th, tb)
         _sig(C, L, t_new, SG_EVENTHORIZON, 0, 0, 0, 0, t_new - t)
         t = t_new
         K.ks[K_EVENTS] += 1
-        if tb <= tk and tb <= th:      # background step: a rate change is a horizon too
-            K.ks[K_BG] = kb + 1
-            if C.sharing == 0:
-                cc_set_free(CS, BG.res[kb], t, 1.0 - BG.load[kb])
-            else:
-                mm_set_free(MS, BG.res[kb], t, 1.0 - BG.load[kb])
+        if tb <= tk and tb <= th:
+            # background steps change bandwidth availability from t on: all steps at t
+            while kb < nbg and BG.t[kb] == t:
+                if C.sharing == 0:
+                    cc_set_free(CS, BG.res[kb], t, 1.0 - BG.load[kb])
+                else:
+                    mm_set_free(MS, BG.res[kb], t, 1.0 - BG.load[kb])
+                kb += 1
+            K.ks[K_BG] = kb
         elif tk <= th:
             _shared_due(C, M, R, G, T, K, L, CS, MS, P, t)
         else:
