@@ -47,7 +47,9 @@ class Engine:
     nresources : int
     capacity_Bps, background : ndarray
         Per-resource capacity and background fraction (from t = 0).
-    sharing : one of :data:`SHARINGS`
+    sharing : str
+        A rule of :data:`ccmod.sharing.SHARING_RULES` (``ccmod``, ``ccmod:latency=unshared``,
+        ``maxmin``).
     send_mode : {"rendezvous", "eager", "detached"}
     eager_limit_bytes : int
         Under rendezvous, messages of at most this size are sent eagerly (0 = none).
@@ -72,10 +74,11 @@ class Engine:
         from ccmod.kernel.codes import STATE_NAMES
         from ccmod.kernel.maxmin import mm_new
         from ccmod.kernel.waits import resolve_waits
-        from ccmod.workloads.base import OP_NAMES
-        if sharing not in SHARINGS:
-            raise CcmodInputError(f"unknown sharing rule '{sharing}'", source="--sharing",
-                                  hint="valid: " + ", ".join(SHARINGS))
+        from ccmod.codes import OP_NAMES
+        from ccmod.sharing import SHARING_RULES
+        entry, params = SHARING_RULES.resolve(sharing, source="--sharing", defaults=True)
+        rule = entry.name
+        lat_unshared = rule == "maxmin" or params.get("latency") == "unshared"
         self.w = w = workload
         self.m = msgs
         self.sharing = sharing
@@ -105,8 +108,8 @@ class Engine:
         else:
             eager = np.ones(M, np.bool_)
         unshared = np.asarray(getattr(msgs, "unshared", msgs.intra), np.bool_)
-        code = 1 if sharing == "maxmin" else 0
-        self.C = ks.Config(code, sharing == "ccmod:latency=unshared", send_mode == "detached",
+        code = 1 if rule == "maxmin" else 0
+        self.C = ks.Config(code, lat_unshared, send_mode == "detached",
                            bool(record), bool(signals), bool(np.any(gap > 0)),
                            PROGRESS_EVENTS if progress is not None else -1)
         self.P = ks.Program(n, np.asarray(w.rank_ptr, np.int64), np.asarray(w.op, np.int64),

@@ -63,6 +63,8 @@ class RunResult:
     events: int = 0
     #: ``--bounds``: best/avg/worst makespans under constant background levels (ccmod.bounds)
     bounds: dict | None = None
+    #: measured next to predicted (timestamped traces; see ccmod.trace_notes), else None
+    measured: dict | None = None
 
     @property
     def messages_count(self) -> int:
@@ -96,6 +98,9 @@ class RunResult:
             "send_mode": self.send_mode,
             "eager_limit_bytes": int(self.options.get("eager_limit_bytes", 0) or 0),
             "notes": list(self.options.get("notes", [])),
+            "compute": dict(self.options.get("compute", {"unit": "seconds"})),
+            "nothing_to_predict": self.options.get("nothing_to_predict"),
+            "measured": self.options.get("measured"),
             "bytes": int(self.messages["nbytes"].sum()) if len(self.messages) else 0,
             "busiest_link": None if busiest is None else {
                 "name": str(busiest["name"]), "peak_active": int(busiest["peak_active"]),

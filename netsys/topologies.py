@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import check_network_size
 from ccmod.netsys.base import Network, Param
 from ccmod.netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
 from ccmod.netsys.registry import NETWORKS
@@ -84,6 +85,7 @@ class BuiltNetwork(Network):
         elif need is not None and n < need:
             self.fail(f"network '{self.name}' has {key}={n} but the run needs {need} nodes",
                       hint=f"raise {key}= or omit it to size the network from the run")
+        check_network_size(self.name, int(n), need, f"{key}={n}", key, SRC)
         return int(n)
 
     def check_fits(self, nnodes: int, names: str, param: str) -> None:
@@ -95,6 +97,7 @@ class BuiltNetwork(Network):
             self.fail(f"network '{self.name}' has {nnodes} nodes ({names}) but the run needs "
                       f"{self.nodes_needed}",
                       hint=f"raise {param}= or omit it to size the network from the run")
+        check_network_size(self.name, int(nnodes), self.nodes_needed, names, param, SRC)
 
     def _check_values(self) -> None:
         for key, v in self.values.items():
@@ -124,14 +127,8 @@ class BuiltNetwork(Network):
         return np.full((nlinks, 2), float(bandwidth_Bps)), np.full((nlinks, 2), float(latency_s))
 
 
-def register(cls):
-    """Class decorator: add ``cls`` to :data:`netsys.registry.NETWORKS`."""
-    NETWORKS.add(cls.name, cls, cls.description)
-    return cls
-
-
 # --------------------------------------------------------------------------------------
-@register
+@NETWORKS.register()
 class Star(BuiltNetwork):
     """One non-blocking switch; node ``i`` owns link ``i`` (up: node→switch, down: switch→node).
 
@@ -160,7 +157,7 @@ class Star(BuiltNetwork):
         return [(int(src), 0), (int(dst), 1)]
 
 
-@register
+@NETWORKS.register()
 class Bus(BuiltNetwork):
     """One shared half-duplex medium (classic Ethernet): every message uses link 0, dir 0."""
 
@@ -188,7 +185,7 @@ class Bus(BuiltNetwork):
         return [(0, 0)]
 
 
-@register
+@NETWORKS.register()
 class FatTree2(BuiltNetwork):
     """Two-level leaf/spine fat tree with static (destination/source/sum-mod-k) routing.
 
@@ -296,7 +293,7 @@ def listing_one_s1tos2(seed: int, nproc: int = 16, lperg: int = 4) -> np.ndarray
     return (np.floor(u * lperg).astype(np.int64) + 1)
 
 
-@register
+@NETWORKS.register()
 class Myrinet16(BuiltNetwork):
     """The article's 16-node, two-level Myrinet switch (Listing One routing).
 

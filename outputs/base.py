@@ -18,13 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-STATE_COMPUTE, STATE_SEND, STATE_RECV, STATE_WAIT, STATE_BARRIER, STATE_OVERHEAD = range(6)
-#: "overhead": per-message CPU overheads (o_send_s / o_recv_s) charged to a rank
-STATE_NAMES = ("compute", "send", "recv", "wait", "barrier", "overhead")
-
-#: evaluation signals, named after the article's otrace_sig (Listing Five)
-SIGNALS = ("CONFIG", "GO_INIT", "NEWPROC", "NEWSCOM", "MSGSTART", "COMMCOST", "SYSCONT",
-           "MSGCONT", "EVENTHORIZON", "UPPR_PROC", "UPPR_SCOM", "UPPR_END", "MSGEND", "GO_END")
+# the codes are shared with the engine, so they live in the core (re-exported here for sinks)
+from ccmod.codes import (SIGNALS, STATE_BARRIER, STATE_COMPUTE, STATE_NAMES,  # noqa: F401
+                         STATE_RECV, STATE_SEND, STATE_WAIT)
 
 
 @dataclass

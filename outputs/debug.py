@@ -18,8 +18,11 @@ import numpy as np
 
 from ccmod.outputs.base import SIGNALS, Sink
 from ccmod.outputs.common import SIGNAL_COLUMNS, ChunkBuffer, discard, resolve_out_dir, temp_name
+from ccmod.atomic import release
+from ccmod.outputs.registry import SINKS
 
 
+@SINKS.register()
 class DebugSink(Sink):
     """Text dump of every evaluation signal (time, signal name, arguments).
 
@@ -32,6 +35,8 @@ class DebugSink(Sink):
 
     name = "debug"
     description = "full signal trace as text (the article's otrdeb): debug.txt"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "debug.txt"
     wants_signals = True
 
     def __init__(self, out_dir=None, file: str = "debug.txt"):
@@ -71,6 +76,7 @@ class DebugSink(Sink):
             self._fh.close()
             self._fh = None
             os.replace(self.tmp, self.final)
+            release(self.tmp)
         except BaseException:
             discard(self.tmp)
             raise

@@ -6,14 +6,16 @@ import sys
 import pandas as pd
 import pytest
 
+from conftest import run_cli
+
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def ccmod(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ccmod", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd or ROOT, timeout=300)
+    """``ccmod ARGS`` run in-process (see conftest.run_cli): exit code, stdout, stderr."""
+    return run_cli(*args, cwd=cwd)
 
 
 def write(tmp_path, text, name="t.ti"):
@@ -85,7 +87,7 @@ def test_out_dir_tables_and_debug_trace(tmp_path):
     assert debug, list(out.iterdir())
     text = debug[0].read_text()
     assert "EVENTHORIZON" in text and "MSGSTART" in text and "MSGEND" in text
-    assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]
+    assert not [f for f in out.iterdir() if f.name.endswith((".tmp", ".ccmod-tmp"))]
 
 
 def test_networks_lists_names():
@@ -100,7 +102,7 @@ def test_networks_lists_names():
     ("0 send 1 ten\n1 recv 0\n", ["t.ti:1"]),
     ("0 send 1 10\n1 compute 5\n", ["t.ti:1", "unmatched send"]),
     ("0 compute 5\n1 recv 0 10\n", ["t.ti:2", "unmatched recv"]),
-    ("0 send 1 10\n1 recv 0 12\n", ["t.ti:2", "12"]),
+    ("0 send 1 12\n1 recv 0 10\n", ["t.ti:2", "truncated", "10"]),   # recv smaller than its send
 ])
 def test_bad_trace_one_line_exit_2(tmp_path, text, needles):
     p = write(tmp_path, text)
@@ -168,6 +170,7 @@ def test_option_combinations(tmp_path):
     assert "only matters with --send-mode rendezvous" in json.loads(res.stdout)["notes"][0]
 
 
+@pytest.mark.slow
 def test_report_background_levels_can_be_rebuilt(tmp_path):
     p = write(tmp_path, GOOD)
     rep = tmp_path / "rep"

@@ -15,8 +15,8 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import (TraceAssembler, input_guard, numbered_rank_files,
-                               reject_options)
+from ccmod.workloads.assembler import TraceAssembler
+from ccmod.workloads.reader_input import input_guard, numbered_rank_files, reject_options
 from ccmod.workloads.dumpi_convert import DEFAULT_TYPE_SIZES, Resolver, convert
 from ccmod.workloads.dumpi_format import MAGIC, BinTrace, rank_files, read_meta
 from ccmod.workloads.registry import READERS
@@ -56,6 +56,7 @@ def _assemble(fmt, per_rank, files, type_sizes, compute_scale, collectives, extr
     return asm.build(records=nrec, **extra_meta)
 
 
+@READERS.register()
 class DumpiReader:
     """SST DUMPI binary trace (.meta file or one of its .bin files)."""
 
@@ -132,7 +133,15 @@ class DumpiReader:
                          compute_scale, collectives,
                          dict(dumpi_version=".".join(map(str, v)),
                               hostname=traces[0].hostname, clock_resolution_s=1e-9,
-                              time_base_s=base, meta_file=p if meta else None))
+                              time_base_s=base, meta_file=p if meta else None,
+                              **_placement([t.hostname for t in traces])))
+
+
+def _placement(hostnames) -> dict:
+    """Each rank file's header hostname -> ``meta["placement"]`` (if every rank has one)."""
+    from ccmod.workloads.placement import placement_meta
+    placed = placement_meta([h or None for h in hostnames], "DUMPI headers (hostname)")
+    return {} if placed is None else {"placement": placed}
 
 
 # ------------------------------------------------------------------------------ text
@@ -215,6 +224,7 @@ def parse_ascii(path: str):
     return calls, sizes
 
 
+@READERS.register()
 class DumpiAsciiReader:
     """dumpi2ascii text dumps, one PREFIX-NNNN.txt per rank."""
 
@@ -280,7 +290,3 @@ class DumpiAsciiReader:
             w.meta["notes"].append("the dump has no datatype size table: LP64 sizes of the "
                                    "predefined MPI datatypes were used")
         return w
-
-
-READERS.add(DumpiReader.name, DumpiReader, DumpiReader.description)
-READERS.add(DumpiAsciiReader.name, DumpiAsciiReader, DumpiAsciiReader.description)

@@ -20,15 +20,15 @@ Mapping
 """
 from __future__ import annotations
 
-import gzip
-import io
 import os
 import re
 from bisect import bisect_right
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import COLLECTIVE_KINDS, TraceAssembler, input_guard, reject_options
+from ccmod.guard import check_declared_ranks, open_gzip_bounded
+from ccmod.workloads.assembler import COLLECTIVE_KINDS, TraceAssembler
+from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 from ccmod.workloads.registry import READERS
 
@@ -64,7 +64,7 @@ def _open_text(path: str):
     with open(path, "rb") as f:
         magic = f.read(2)
     if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict")
+        return open_gzip_bounded(path, "rt", encoding="utf-8", errors="strict")
     return open(path, encoding="utf-8", errors="strict")
 
 
@@ -162,6 +162,7 @@ class _Call:
         return nm
 
 
+@READERS.register()
 class ParaverReader:
     """Paraver .prv/.prv.gz trace (Extrae); MPI call names from the .pcf."""
 
@@ -211,11 +212,12 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
              coll_mode):
     header = f.readline()
     state["n"] = 1
-    unit, _ftime, ntasks = parse_header(header, path)
+    unit, ftime, ntasks = parse_header(header, path)
     offs = [0]
     for k in ntasks:
         offs.append(offs[-1] + k)
     nranks = offs[-1]
+    check_declared_ranks(nranks, path, "the header declares")
     notes = []
     if unit is None:
         unit = pcf_unit or 1e-6
@@ -337,6 +339,7 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
     asm = TraceAssembler(nranks, "paraver", compute_scale=compute_scale,
                          collectives=collectives)
     fid = asm.file(path)
+    asm.traced.bounds(0.0, ftime * unit)        # the header's total trace time
     waited = _attach(calls, crecs, grecs, asm)
     inside = _messages_inside_collectives(calls)
     if coll_mode == "auto":
@@ -354,6 +357,11 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
     if unknown_vals:
         asm.note(f"{len(unknown_vals)} MPI event value(s) have no name in the .pcf; their "
                  "calls are treated as blocking point-to-point")
+    from ccmod.workloads.placement import paraver_placement
+    toks = _split_top(header[header.find("):") + 2:].strip())
+    placed = paraver_placement(toks[3:3 + len(ntasks)], _base(path))
+    if placed is not None:
+        asm.meta["placement"] = placed
     return asm.build(time_unit_s=unit, clock_resolution_s=unit, communication_records=len(crecs),
                      applications=len(ntasks), pcf=have_pcf, collective_messages=coll_mode)
 
@@ -398,9 +406,15 @@ def _attach(calls, crecs, grecs, asm):
             asm.count("messages_outside_mpi_calls")
         return c
 
+    buffered = 0
     for idx, (rs, lsend, rr, lrecv, precv, size, tag, ln) in enumerate(crecs):
-        call_at(rs, lsend, "MPI_Send").items.append((lsend, "s", rr, size, tag, idx, ln))
+        sc = call_at(rs, lsend, "MPI_Send")
+        sc.items.append((lsend, "s", rr, size, tag, idx, ln))
         rc = call_at(rr, lrecv, "MPI_Recv")
+        # a blocking send that returned before its receive was posted: the MPI library
+        # buffered it (eager protocol); the largest such size bounds its eager limit
+        if sc.name in ("MPI_Send", "MPI_Bsend") and sc.t1 < rc.t0 and size > buffered:
+            buffered = size
         rc.items.append((lrecv, "r", rs, size, tag, idx, ln))
         name = rc.name[4:].lower()
         if name in _IRECV:
@@ -418,6 +432,8 @@ def _attach(calls, crecs, grecs, asm):
     if any(extra.values()):
         asm.note("messages outside any MPI call event were attributed to blocking "
                  "send/recv at their logical time (messages_outside_mpi_calls)")
+    if buffered:
+        asm.meta["eager_bytes_observed"] = int(buffered)
     return waited
 
 
@@ -444,6 +460,7 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
     out_isends: list = []          # handles of isends whose completion is not recorded
     completed_here = set()
     for c in cl:
+        asm.traced.call(r, c.t0 * unit, c.t1 * unit)
         if last is not None and c.t0 > last:
             if run is None:
                 gap = c.t0 - last
@@ -538,6 +555,3 @@ def _collective(asm, r, c, kind, comms, world, fid, t_s):
     asm.collective(r, kind, ("comm", comm), mem, local, root=-1,
                    is_root=bool(g.get(_GROOT)), sent_total=snd, recv_total=rcv, fid=fid,
                    t_s=t_s, **kw)
-
-
-READERS.add(ParaverReader.name, ParaverReader, ParaverReader.description)

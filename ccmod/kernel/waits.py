@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from ccmod.workloads.base import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
+from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
 
 
 @njit(cache=True)
