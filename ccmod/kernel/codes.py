@@ -1,14 +1,14 @@
 """Integer codes of the kernel: timer kinds, rank run states, signal codes, scalar slots.
 
 Op codes and rank-state codes are the project's (re-exported here so the loop reads one
-module); signal codes index :data:`ccmod.outputs.base.SIGNALS` (the article's otrace_sig).
+module); signal codes index :data:`ccmod.codes.SIGNALS` (the article's otrace_sig).
 """
 from __future__ import annotations
 
-from ccmod.outputs.base import (SIGNALS, STATE_BARRIER, STATE_COMPUTE, STATE_NAMES,  # noqa: F401
-                                STATE_OVERHEAD, STATE_RECV, STATE_SEND, STATE_WAIT)
-from ccmod.workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV,  # noqa: F401
-                                  OP_ISEND, OP_RECV, OP_SEND, OP_WAIT, OP_WAITALL)
+from ccmod.codes import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV,  # noqa: F401
+                         OP_ISEND, OP_NAMES, OP_RECV, OP_SEND, OP_WAIT, OP_WAITALL, SIGNALS,
+                         STATE_BARRIER, STATE_COMPUTE, STATE_NAMES, STATE_OVERHEAD, STATE_RECV,
+                         STATE_SEND, STATE_WAIT)
 
 #: timer kinds (one live timer per slot: rank compute/overhead, rank resume, message, handler)
 EV_COMPUTE, EV_MSG_END, EV_LAT_END, EV_HANDLER_END, EV_RESUME, EV_START = range(6)
