@@ -285,7 +285,8 @@ class SecretFamily(Family):
         cmds = [["run", t, "--map", target], ["run", t, "--network", f"topology:file={target}"],
                 ["run", t, "--cost", target], ["info", target], ["fit", target],
                 ["report", target.parent, "-o", tmp / "r.html"],
-                ["run", t, "--background", f"file:{target}"]]
+                ["run", t, "--background", f"file:{target}"],
+                ["run", t, "--network", f"simgrid:file={target}"]]
         cmd = cmds[_which(len(cmds), ops)]
         return cmd, [target, target.parent, "--network", "--map"]
 
@@ -439,6 +440,10 @@ def families() -> dict[str, Family]:
         FileFamily("topology", DATA / "topo.txt",
                    [["run", TRACES / "alltoall8.ti", "--network", "topology:file={IN}",
                      "--map", "block:2"]]),
+        FileFamily("goal", DATA / "goal" / "binary_tree_32.goal",
+                   [["info", "{IN}"], ["run", "{IN}", "--send-mode", "eager"]]),
+        FileFamily("simgrid-platform", DATA / "simgrid" / "cluster_backbone.xml",
+                   [["run", TRACES / "alltoall8.ti", "--network", "simgrid:file={IN}"]]),
         SecretFamily(),
         SpecFamily("network", _network),
         SpecFamily("run-options", _options),
