@@ -53,8 +53,8 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rendezvous",
         eager_limit_bytes: int = 0, compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
         background: float = 0.0, mapping: str | None = None, fmt: str = "auto",
-        collectives=None, intra_latency_s: float = INTRA_LATENCY_S,
-        intra_bandwidth_Bps: float = INTRA_BANDWIDTH_BPS, sinks=(), out_dir=None,
+        collectives=None, intra_latency_s: float | None = None,
+        intra_bandwidth_Bps: float | None = None, sinks=(), out_dir=None,
         record: bool | None = None, progress=None):
     """Predict the communication of a trace on a network.
 
@@ -79,6 +79,10 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
         Constant background load fraction on every link direction, in [0, 1).
     mapping : str, optional
         Rank → node map: ``block:K``, ``cyclic:K`` or a file (default one rank per node).
+    intra_latency_s, intra_bandwidth_Bps : float, optional
+        Cost of a message between two ranks of one node. Default: the cost model's
+        ``intra`` section (``ccmod fit --intra FILE``), else 0.5 µs and 5 GB/s. With the
+        network parameter ``intra=shared`` the bandwidth is each node's copy resource.
     sinks : sequence of str or outputs.base.Sink
         Output sinks fed during the run (e.g. ``["parquet", "perfetto"]``).
     out_dir : path, optional
@@ -105,19 +109,30 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     if not (eager_limit_bytes >= 0):
         raise CcmodInputError(f"eager limit must be >= 0 bytes, got {eager_limit_bytes}",
                               source="--eager-limit")
-    if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
-        raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
-                              source="--intra-latency/--intra-bandwidth")
     if background is None:
         background = 0.0
     if not (0.0 <= float(background) < 1.0):
         raise CcmodInputError(f"background load must be a fraction in [0, 1), got {background}",
                               source="--background")
+    for v in (intra_latency_s, intra_bandwidth_Bps):
+        if v is not None and not (v >= 0):
+            raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
+                                  source="--intra-latency/--intra-bandwidth")
     w = load_workload(trace, fmt, compute_rate, compute_scale, collectives)
     t0 = time.perf_counter()
     node_of_rank = rank_to_node(mapping, w.nranks).astype(np.int64)
     nodes_needed = max(count_nodes(node_of_rank), 1)
     net = load_network(network, nodes_needed, cost=cost, background=background)
+    if intra_latency_s is None:
+        intra_latency_s = net.cost.intra_latency_s
+        intra_latency_s = INTRA_LATENCY_S if intra_latency_s is None else intra_latency_s
+    if intra_bandwidth_Bps is None:
+        intra_bandwidth_Bps = net.cost.intra_bandwidth_Bps
+        intra_bandwidth_Bps = INTRA_BANDWIDTH_BPS if intra_bandwidth_Bps is None else intra_bandwidth_Bps
+    if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
+        raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
+                              source="--intra-latency/--intra-bandwidth")
+    net.set_intra_bandwidth(intra_bandwidth_Bps)
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
@@ -140,7 +155,7 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                          out_dir=Path(out_dir) if out_dir is not None else None)
         for s in sink_objs:
             s.open(ctx)
-    cap = net.capacity_Bps.reshape(-1)
+    cap = net.resource_capacity_Bps()
     eng = Engine(w, msgs, net.nresources, cap, net.background_flat(), sharing=sharing,
                  send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes), record=record,
                  signals=any(getattr(s, "wants_signals", False) for s in sink_objs),

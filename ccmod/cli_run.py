@@ -83,8 +83,8 @@ def register(app: typer.Typer) -> None:
         map_: Optional[str] = MAP_OPT,
         fmt: str = FORMAT_OPT,
         collective: Optional[str] = COLLECTIVE_OPT,
-        intra_latency: float = typer.Option(5e-7, help="Intra-node message latency (s)."),
-        intra_bandwidth: float = typer.Option(5e9, help="Intra-node bandwidth (bytes/s)."),
+        intra_latency: Optional[float] = typer.Option(None, help="Intra-node message latency (s); default: the cost model's intra section, else 5e-7."),
+        intra_bandwidth: Optional[float] = typer.Option(None, help="Intra-node bandwidth (bytes/s); default: the cost model's intra section, else 5e9."),
         json_: bool = JSON_OPT,
         out: Optional[Path] = typer.Option(None, help="Write messages/ranks/links tables (Parquet) here."),
         debug: bool = typer.Option(False, help="With --out: also write the full signal trace."),
@@ -156,3 +156,6 @@ def register(app: typer.Typer) -> None:
             print(df.to_json(orient="records"))
             return
         console().print(make_table(df.columns, df.itertuples(index=False)))
+        from ccmod.netsys.nic import COMMON_PARAMS
+        console().print("every network also takes: " + "; ".join(
+            f"{k}= ({v})" for k, v in COMMON_PARAMS.items()))

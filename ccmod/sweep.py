@@ -146,8 +146,11 @@ def _check_network(spec) -> None:
     if not isinstance(spec, str):
         raise CcmodInputError(f"a network is a NAME[:key=value,...] string, got {spec!r}",
                               source=SRC)
+    from ccmod.netsys.nic import parse_common, split_common
     name, raw = parse_spec(spec, source=SRC)
     factory = NETWORKS.get(name, source=SRC).factory
+    raw, common = split_common(raw)
+    parse_common(common)
     parse_params(name, getattr(factory, "params", None) or {}, raw, source=SRC)
 
 

@@ -15,6 +15,7 @@ from ccmod.errors import CcmodInputError
 from ccmod.registry import parse_spec
 from ccmod.netsys.base import Network, parse_params
 from ccmod.netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
+from ccmod.netsys.nic import COMMON_PARAMS, parse_common, split_common
 from ccmod.netsys.registry import NETWORKS
 # imported for their registration side effect
 from ccmod.netsys import topologies as _topologies  # noqa: F401
@@ -33,6 +34,8 @@ def make_network(spec: str, nodes_needed: int | None,
     ----------
     spec : str
         ``NAME[:key=value,...]``, e.g. ``"star"``, ``"fattree2:spines=4,route=smodk"``.
+        Every network also takes ``duplex=``, ``nic_bandwidth=`` and ``intra=``
+        (:mod:`ccmod.netsys.nic`).
     nodes_needed : int or None
         Number of nodes the run uses (max mapped node + 1, see
         :func:`netsys.mapping.rank_to_node`). Parameters left at a derived default are
@@ -58,6 +61,8 @@ def make_network(spec: str, nodes_needed: int | None,
     entry = NETWORKS.get(name, source=SRC)
     factory = entry.factory
     declared = getattr(factory, "params", None) or {}
+    raw, common = split_common(raw)
+    nic = parse_common(common)
     values = parse_params(name, declared, raw, source=SRC)
     need = None if nodes_needed is None else int(nodes_needed)
     net = factory(nodes_needed=need, **values)
@@ -67,6 +72,7 @@ def make_network(spec: str, nodes_needed: int | None,
     if need is not None and net.nnodes < need:
         raise CcmodInputError(f"network '{name}' has {net.nnodes} nodes but the run needs {need}",
                               source=SRC, hint="use a bigger network or --map")
+    net.configure_nodes(**nic)
     if cost is not None and not (isinstance(cost, str) and cost.strip().lower() in
                                  ("none", "default")):
         net.set_cost(load_cost(cost))
@@ -103,6 +109,12 @@ def list_networks() -> pd.DataFrame:
         rows.append({"name": e.name, "description": e.description,
                      "params": ", ".join(f"{k}={_fmt_default(p)}" for k, p in declared.items())})
     return pd.DataFrame(rows, columns=["name", "description", "params"])
+
+
+def common_params() -> pd.DataFrame:
+    """The parameters every network accepts (NIC and intra-node resources)."""
+    return pd.DataFrame([{"param": k, "doc": v} for k, v in COMMON_PARAMS.items()],
+                        columns=["param", "doc"])
 
 
 def network_params(name: str) -> pd.DataFrame:
