@@ -83,6 +83,7 @@ def register(app: typer.Typer) -> None:
         map_: Optional[str] = MAP_OPT,
         fmt: str = FORMAT_OPT,
         collective: Optional[str] = COLLECTIVE_OPT,
+        mpi: Optional[str] = typer.Option(None, "--mpi", help="Collective algorithms as this MPI library's default rules choose them: openmpi, mpich (default), intelmpi."),
         intra_latency: Optional[float] = typer.Option(None, help="Intra-node message latency (s); default: the cost model's intra section, else 5e-7."),
         intra_bandwidth: Optional[float] = typer.Option(None, help="Intra-node bandwidth (bytes/s); default: the cost model's intra section, else 5e9."),
         json_: bool = JSON_OPT,
@@ -97,6 +98,8 @@ def register(app: typer.Typer) -> None:
         from ccmod.api import load_workload, run
         if debug and out is None and report is None:
             raise CcmodInputError("--debug needs --out DIR (or --report DIR)", source="--debug")
+        if mpi:
+            collective = f"mpi={mpi}" + (f",{collective}" if collective else "")
         w = load_workload(trace, fmt, compute_rate, compute_scale, collective)
         if background_levels:
             from ccmod.reporting import parse_levels
