@@ -56,8 +56,18 @@ def register(app: typer.Typer) -> None:
                                                            "files (they do not record it)."),
         json_out: bool = typer.Option(False, "--json", help="Print one JSON object (model, "
                                                             "per-size table, errors)."),
+        stream: Optional[list[Path]] = typer.Option(None, "--stream", help="Streaming benchmark "
+                                                    "(osu_bw, osu_mbw_mr, IMB Uniband; repeat): "
+                                                    "streaming bandwidth, NIC gap, overhead."),
+        intra: Optional[list[Path]] = typer.Option(None, "--intra", help="Intra-node ping-pong "
+                                                   "or stream (two ranks on one node; repeat)."),
+        intra_processes: Optional[int] = typer.Option(None, "--intra-processes",
+                                                      help="IMB '#processes = N' table of the "
+                                                           "--intra files (e.g. 2)."),
     ) -> None:
         """Fit a piecewise-linear quiet-network cost model (latency + bandwidth per size range)."""
+        import numpy as np
+
         from ccmod.netsys.fit_report import fit_files
         from ccmod.netsys.pingpong import FORMATS, ReadOptions
 
@@ -72,9 +82,31 @@ def register(app: typer.Typer) -> None:
         opts = ReadOptions(size_col=size_col, time_col=time_col, time_unit=time_unit,
                            round_trip=round_trip, benchmark=benchmark, processes=processes,
                            raw_size=raw_size)
-        report = fit_files(files, fmt, opts, breakpoints=breakpoints, packet_size=packet_size,
-                           max_segments=max_segments, robust=robust, hops=hops,
-                           per_hop_latency_s=per_hop_latency, ref_hops=ref_hops)
+        kw = dict(breakpoints=breakpoints, packet_size=packet_size, max_segments=max_segments,
+                  robust=robust, hops=hops, per_hop_latency_s=per_hop_latency, ref_hops=ref_hops)
+        if stream or intra:
+            import dataclasses
+            from ccmod.netsys.fit_multi import combine, intra_summary, stream_summary
+            report = fit_files(files, fmt, opts, **kw)
+            st = stream_summary(stream, "auto", ReadOptions()) if stream else None
+            iopts = dataclasses.replace(ReadOptions(), processes=intra_processes)
+            it = intra_summary(intra, "auto", iopts) if intra else None
+            sizes = np.concatenate([m.nbytes for m in report.measurements])
+            report.model = combine(report.model, st, it, (int(sizes.min()), int(sizes.max())))
+            if st:
+                report.notes.append(
+                    f"streams: bandwidth plateau {st['stream_bandwidth_Bps'] / 1e9:.4g} GB/s, NIC "
+                    f"gap {st['gap_s'] * 1e9:.4g} ns/message, o_send {st['o_send_s'] * 1e9:.4g} ns")
+            if it:
+                report.notes.append("intra-node: " + ", ".join(f"{k} {v:.4g}" for k, v in it.items()))
+        else:
+            report = fit_files(files, fmt, opts, **kw)
+            sizes = np.concatenate([m.nbytes for m in report.measurements]) if \
+                report.measurements else None
+            if sizes is not None and sizes.size:
+                from ccmod.netsys.fit_multi import combine
+                report.model = combine(report.model, None, None,
+                                       (int(sizes.min()), int(sizes.max())))
         if output is not None:
             try:
                 report.model.save(output)

@@ -130,8 +130,15 @@ def match_messages(w: Workload) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: str,
-                     intra_latency_s: float, intra_bandwidth_Bps: float) -> Messages:
-    """Match messages, then attach routes and quiet costs (vectorised)."""
+                     intra_latency_s: float, intra_bandwidth_Bps: float,
+                     charge_overheads: bool = False) -> Messages:
+    """Match messages, then attach routes and quiet costs (vectorised).
+
+    With ``charge_overheads`` (an engine that charges ``o_send_s`` / ``o_recv_s`` to the
+    ranks), the cost model's overheads are taken out of the quiet time (a ping-pong
+    measures ``o_send + latency + o_recv``); otherwise they are left in it and the arrays
+    are zero, so a run never counts them twice.
+    """
     send_rec, recv_rec = match_messages(w)
     rank = _rank_of_records(w)
     M0 = len(send_rec)
@@ -204,6 +211,14 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         cap = np.where(same & ~intra, float(intra_bandwidth_Bps), cap)
     o_send, o_recv = (np.asarray(a, float) for a in cost.overheads_s(nbytes, same)) if M else (
         np.zeros(0), np.zeros(0))
+    if charge_overheads and M:
+        o_tot = np.minimum(o_send + o_recv, np.where(same, 0.0, latency))
+        scale = np.where(o_send + o_recv > 0, o_tot / np.maximum(o_send + o_recv, 1e-300), 0.0)
+        o_send, o_recv = o_send * scale, o_recv * scale
+        quiet = quiet - o_tot
+        latency = latency - o_tot
+    else:
+        o_send, o_recv = np.zeros(M), np.zeros(M)
     gap = np.full(int(network.nnodes), float(getattr(cost, "gap_s", 0.0)))
     notes += range_notes(cost, nbytes[~same] if M else nbytes)
     bad = np.flatnonzero(~np.isfinite(quiet) | (quiet < 0))

@@ -170,6 +170,8 @@ class PiecewiseLinearCost(CostModel):
                                       source=src)
             return x
         self.gap_s = num(extra.get("gap_s", 0.0), "gap_s")
+        sb = extra.get("stream_bandwidth_Bps")
+        self.stream_bandwidth_Bps = None if sb is None else num(sb, "stream_bandwidth_Bps", lo=1.0)
         ov = extra.get("overheads")
         self.ov_min_bytes = np.zeros(1)
         self.ov = np.zeros((1, 4))   # o_send a + b*n, o_recv a + b*n per segment
@@ -232,16 +234,24 @@ class PiecewiseLinearCost(CostModel):
 
     def latency_s(self, nbytes, route_latency_s=0.0, route_bandwidth_Bps=1.0, hops=None):
         nbytes = np.asarray(nbytes, dtype=float)
+        if self.stream_bandwidth_Bps is not None:
+            # bytes flow at the streaming rate; the rest of the quiet time is latency
+            q = self.quiet_s(nbytes, route_latency_s, route_bandwidth_Bps, hops)
+            return np.maximum(q - nbytes / self.bandwidth_Bps(nbytes), 0.0)
         t = self.seg_latency_s[self._segment(nbytes)]
         if hops is not None and self.per_hop_latency_s:
             t = t + self.per_hop_latency_s * (np.asarray(hops, float) - self.ref_hops)
         return np.maximum(t, 0.0)
 
     def bandwidth_Bps(self, nbytes):
-        return self.seg_bandwidth_Bps[self._segment(np.asarray(nbytes, float))]
+        """Rate the bytes of a message flow at (the streaming bandwidth when fitted)."""
+        b = self.seg_bandwidth_Bps[self._segment(np.asarray(nbytes, float))]
+        if self.stream_bandwidth_Bps is not None:
+            b = np.maximum(b, self.stream_bandwidth_Bps)
+        return b
 
     def _lat_for_inverse(self, nbytes, total):
-        return total - nbytes / self.bandwidth_Bps(nbytes)
+        return np.maximum(total - nbytes / self.bandwidth_Bps(nbytes), 0.0)
 
     def to_dict(self) -> dict:
         d = {"format": "ccmod-cost-model", "version": 1, "kind": "piecewise-linear",
