@@ -49,6 +49,8 @@ class CostModel:
     #: intra-node (same node) latency and bandwidth, None = the run's defaults
     intra_latency_s = None
     intra_bandwidth_Bps = None
+    #: rate bytes flow at when messages stream (None = the segment bandwidths)
+    stream_bandwidth_Bps = None
 
     def overheads_s(self, nbytes, same_node=None):
         """(o_send, o_recv): CPU time charged to the sending / receiving rank per message."""
@@ -197,9 +199,11 @@ class PiecewiseLinearCost(CostModel):
             if not isinstance(intra, dict):
                 raise CcmodInputError("cost model 'intra' must be {latency_s, bandwidth_Bps}",
                                       source=src)
-            self.intra_latency_s = num(intra.get("latency_s", 0.0), "intra.latency_s")
-            self.intra_bandwidth_Bps = num(intra.get("bandwidth_Bps", 0.0), "intra.bandwidth_Bps",
-                                           lo=1.0)
+            if "latency_s" in intra:
+                self.intra_latency_s = num(intra["latency_s"], "intra.latency_s")
+            if "bandwidth_Bps" in intra:
+                self.intra_bandwidth_Bps = num(intra["bandwidth_Bps"], "intra.bandwidth_Bps",
+                                               lo=1.0)
         rng = extra.get("fitted_range")
         if rng is not None:
             try:

@@ -17,7 +17,8 @@ streams (osu_bw, osu_mbw_mr, IMB Uniband)
     Streams beyond the ping-pong's largest size extend the model by a segment at the
     streaming bandwidth (instead of extrapolating the ping-pong's last slope).
 intra-node (ping-pong or streams between two ranks of one node)
-    ``intra``: latency (smallest ping-pong time) and bandwidth (stream plateau or slope).
+    ``intra``: latency (small-message ping-pong time, else a one-pair stream's small-message
+    time per message) and bandwidth (stream plateau, else the ping-pong's large-size slope).
 
 The result is one JSON model file (``--cost``); ``fitted_range`` records the sizes it was
 fitted on, and a run warns about larger messages.
@@ -80,7 +81,7 @@ def stream_summary(paths, fmt: str = "auto", options: ReadOptions | None = None)
 def intra_summary(paths, fmt: str = "auto", options: ReadOptions | None = None) -> dict:
     """Latency (ping-pong) and bandwidth (stream plateau or ping-pong slope) inside a node."""
     opts = options or ReadOptions()
-    lat, bw = [], []
+    lat, bw, stream_lat = [], [], []
     for p in paths:
         m = read_measurements(p, fmt, opts)
         n, t = m.nbytes.astype(float), m.one_way_s
@@ -97,9 +98,14 @@ def intra_summary(paths, fmt: str = "auto", options: ReadOptions | None = None) 
             big = n >= PLATEAU_BYTES
             if big.any():
                 bw.append(float(np.median(n[big] / t[big])))
+            small = (n > 0) & (n <= SMALL_BYTES)
+            if small.any():
+                # a one-pair stream's per-message time: what a message costs when messages
+                # follow each other through the copy resource (its quiet time under sharing)
+                stream_lat.append(float(np.median(t[small])))
     out = {}
-    if lat:
-        out["latency_s"] = float(np.median(lat))
+    if lat or stream_lat:
+        out["latency_s"] = float(np.median(lat if lat else stream_lat))
     if bw:
         out["bandwidth_Bps"] = float(np.max(bw))
     if not out:
