@@ -52,10 +52,10 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 
 def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rendezvous",
         eager_limit_bytes: int = 0, compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
-        background: float = 0.0, mapping: str | None = None, fmt: str = "auto",
+        background=0.0, mapping: str | None = None, fmt: str = "auto",
         collectives=None, intra_latency_s: float | None = None,
         intra_bandwidth_Bps: float | None = None, sinks=(), out_dir=None,
-        record: bool | None = None, progress=None):
+        record: bool | None = None, progress=None, bounds: bool = False):
     """Predict the communication of a trace on a network.
 
     Parameters
@@ -75,8 +75,11 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
         Multiplies every compute duration (0.5 = a CPU twice as fast).
     cost : str, path or netsys.cost.CostModel, optional
         Quiet cost: a JSON model file from ``ccmod fit`` or ``"physical"``.
-    background : float
-        Constant background load fraction on every link direction, in [0, 1).
+    background : float, str or netsys.background.Background
+        Background load: a constant fraction in [0, 1) on every link direction, or a model
+        spec: ``"exp:mean_pps=7000,max_pps=25000,interval=1e-3,seed=1"`` (the article's
+        Listing Seven, resampled per link direction every interval) or ``"file:loads.csv"``
+        (a measured per-link series). See :mod:`ccmod.netsys.background`.
     mapping : str, optional
         Rank → node map: ``block:K``, ``cyclic:K`` or a file (default one rank per node).
     intra_latency_s, intra_bandwidth_Bps : float, optional
@@ -90,6 +93,10 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     record : bool, optional
         Keep rank-state and link-load intervals in the result (default: True when sinks
         or out_dir are given, or the workload is small).
+    bounds : bool
+        Also run the best / average / worst background cases (no load, the mean load, the
+        95th-percentile load, each held constant; :mod:`ccmod.bounds`) and put their
+        makespans in ``result.bounds``.
 
     Returns
     -------
@@ -109,20 +116,18 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     if not (eager_limit_bytes >= 0):
         raise CcmodInputError(f"eager limit must be >= 0 bytes, got {eager_limit_bytes}",
                               source="--eager-limit")
-    if background is None:
-        background = 0.0
-    if not (0.0 <= float(background) < 1.0):
-        raise CcmodInputError(f"background load must be a fraction in [0, 1), got {background}",
-                              source="--background")
     for v in (intra_latency_s, intra_bandwidth_Bps):
         if v is not None and not (v >= 0):
             raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
                                   source="--intra-latency/--intra-bandwidth")
+    from ccmod.netsys.background import make_background
+    bg = make_background(background)
     w = load_workload(trace, fmt, compute_rate, compute_scale, collectives)
     t0 = time.perf_counter()
     node_of_rank = rank_to_node(mapping, w.nranks).astype(np.int64)
     nodes_needed = max(count_nodes(node_of_rank), 1)
-    net = load_network(network, nodes_needed, cost=cost, background=background)
+    net = load_network(network, nodes_needed, cost=cost,
+                       background=bg.load if bg.constant else 0.0)
     if intra_latency_s is None:
         intra_latency_s = net.cost.intra_latency_s
         intra_latency_s = INTRA_LATENCY_S if intra_latency_s is None else intra_latency_s
@@ -138,7 +143,9 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
     options = {"sharing": sharing, "send_mode": send_mode,
                "eager_limit_bytes": int(eager_limit_bytes), "compute_rate": compute_rate,
-               "compute_scale": compute_scale, "background": float(background),
+               "compute_scale": compute_scale,
+               # a number for every consumer; a model's spec is in background_model
+               "background": bg.load if bg.constant else _mean_level(bg, net),
                "mapping": mapping, "cost": None if cost is None else str(cost),
                "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
@@ -156,16 +163,34 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
         for s in sink_objs:
             s.open(ctx)
     cap = net.resource_capacity_Bps()
-    eng = Engine(w, msgs, net.nresources, cap, net.background_flat(), sharing=sharing,
-                 send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes), record=record,
-                 signals=any(getattr(s, "wants_signals", False) for s in sink_objs),
-                 progress=progress)
-    makespan = eng.run()
+    signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
+
+    def make_engine(bg_flat, steps, main=True):
+        kw = {} if steps is None else {"bg_t_s": steps.t_s, "bg_resource": steps.resource,
+                                       "bg_load": steps.load}
+        return Engine(w, msgs, net.nresources, cap, bg_flat, sharing=sharing,
+                      send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
+                      record=record if main else False, signals=signals if main else False,
+                      progress=progress if main else None, **kw)
+
+    from ccmod.bounds import bounds_makespans, run_engine
+    if not bg.constant:
+        options["background_model"] = bg.describe()
+    eng, makespan = run_engine(make_engine, w, msgs, net, bg)
+    bounds_out = None
+    if bounds:
+        bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, st, main=False), net, bg)
     wall = time.perf_counter() - t0
     result = collect(eng, msgs, net, node_of_rank, makespan, wall, options)
+    result.bounds = bounds_out
     if sink_objs:
         _feed_sinks(sink_objs, eng, result)
     return result
+
+
+def _mean_level(bg, net) -> float:
+    lv = bg.level(net, "mean")
+    return float(lv.max()) if len(lv) else 0.0
 
 
 def _make_sinks(sinks, out_dir):

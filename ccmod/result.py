@@ -61,6 +61,8 @@ class RunResult:
     link_load: pd.DataFrame | None = None
     options: dict = field(default_factory=dict)
     events: int = 0
+    #: ``--bounds``: best/avg/worst makespans under constant background levels (ccmod.bounds)
+    bounds: dict | None = None
 
     @property
     def messages_count(self) -> int:
@@ -98,6 +100,7 @@ class RunResult:
             "busiest_link": None if busiest is None else {
                 "name": str(busiest["name"]), "peak_active": int(busiest["peak_active"]),
                 "mean_active": float(busiest["mean_active"]), "bytes": int(busiest["bytes"])},
+            **({"bounds": self.bounds} if self.bounds is not None else {}),
             "ranks": {
                 "compute_s": [float(x) for x in self.ranks["compute_s"]],
                 "comm_s": [float(x) for x in (self.ranks["send_s"] + self.ranks["recv_s"])],
