@@ -53,9 +53,18 @@ class CostModel:
     stream_bandwidth_Bps = None
 
     def overheads_s(self, nbytes, same_node=None):
-        """(o_send, o_recv): CPU time charged to the sending / receiving rank per message."""
+        """(o_send, o_recv): CPU time charged to the sending / receiving rank per message.
+
+        A model with scalar ``o_send_s`` / ``o_recv_s`` attributes (LogGP's o) gives them to
+        every network message; intra-node messages get none (their cost is the intra model).
+        """
         z = np.zeros(np.shape(nbytes))
-        return z, z.copy()
+        o_s = z + float(getattr(self, "o_send_s", 0.0) or 0.0)
+        o_r = z + float(getattr(self, "o_recv_s", 0.0) or 0.0)
+        if same_node is not None:
+            same = np.asarray(same_node, bool)
+            o_s, o_r = np.where(same, 0.0, o_s), np.where(same, 0.0, o_r)
+        return o_s, o_r
 
     def quiet_s(self, nbytes, route_latency_s, route_bandwidth_Bps, hops):
         """Quiet-network time in seconds (vectorised over numpy arrays)."""
