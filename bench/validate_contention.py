@@ -291,16 +291,30 @@ def table(rows, sharings) -> str:
     return "\n".join(lines)
 
 
+def default_sharings() -> list[str]:
+    from ccmod.errors import CcmodError
+    from ccmod.options import RunOptions
+    out = ["ccmod"]
+    try:
+        RunOptions(sharing="ccmod:latency=unshared")
+        out.append("ccmod:latency=unshared")
+    except CcmodError:
+        pass
+    return out + ["maxmin"]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--real", type=Path, default=REAL)
-    ap.add_argument("--sharing", default="ccmod,maxmin")
+    ap.add_argument("--sharing", default=None,
+                    help="comma list (default: ccmod, ccmod:latency=unshared when the engine "
+                         "has it, maxmin)")
     ap.add_argument("--md", type=Path, default=None, help="also write the table here")
     ap.add_argument("--quick", action="store_true", help="every third size only")
     ap.add_argument("--only", default="saturation,streams",
                     help="parts to run: saturation,streams")
     a = ap.parse_args(argv)
-    sharings = [s for s in a.sharing.split(",") if s]
+    sharings = [s for s in a.sharing.split(",") if s] if a.sharing else default_sharings()
     rows = []
     t0 = time.perf_counter()
     if "saturation" in a.only:
