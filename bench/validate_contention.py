@@ -325,7 +325,7 @@ def main(argv=None) -> int:
     print(md)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     if a.md:
-        from ccmod.io import atomic_write_text
+        from ccmod.atomic import atomic_write_text
         atomic_write_text(a.md, md + "\n")
     return 0
 
