@@ -66,8 +66,6 @@ def register(app: typer.Typer) -> None:
                                                            "--intra files (e.g. 2)."),
     ) -> None:
         """Fit a piecewise-linear quiet-network cost model (latency + bandwidth per size range)."""
-        import numpy as np
-
         from ccmod.netsys.fit_report import fit_files
         from ccmod.netsys.pingpong import FORMATS, ReadOptions
 
@@ -82,31 +80,19 @@ def register(app: typer.Typer) -> None:
         opts = ReadOptions(size_col=size_col, time_col=time_col, time_unit=time_unit,
                            round_trip=round_trip, benchmark=benchmark, processes=processes,
                            raw_size=raw_size)
-        kw = dict(breakpoints=breakpoints, packet_size=packet_size, max_segments=max_segments,
-                  robust=robust, hops=hops, per_hop_latency_s=per_hop_latency, ref_hops=ref_hops)
-        if stream or intra:
-            import dataclasses
-            from ccmod.netsys.fit_multi import combine, intra_summary, stream_summary
-            report = fit_files(files, fmt, opts, **kw)
-            st = stream_summary(stream, "auto", ReadOptions()) if stream else None
-            iopts = dataclasses.replace(ReadOptions(), processes=intra_processes)
-            it = intra_summary(intra, "auto", iopts) if intra else None
-            sizes = np.concatenate([m.nbytes for m in report.measurements])
-            report.model = combine(report.model, st, it, (int(sizes.min()), int(sizes.max())))
-            if st:
-                report.notes.append(
-                    f"streams: bandwidth plateau {st['stream_bandwidth_Bps'] / 1e9:.4g} GB/s, NIC "
-                    f"gap {st['gap_s'] * 1e9:.4g} ns/message, o_send {st['o_send_s'] * 1e9:.4g} ns")
-            if it:
-                report.notes.append("intra-node: " + ", ".join(f"{k} {v:.4g}" for k, v in it.items()))
-        else:
-            report = fit_files(files, fmt, opts, **kw)
-            sizes = np.concatenate([m.nbytes for m in report.measurements]) if \
-                report.measurements else None
-            if sizes is not None and sizes.size:
-                from ccmod.netsys.fit_multi import combine
-                report.model = combine(report.model, None, None,
-                                       (int(sizes.min()), int(sizes.max())))
+        named = ", ".join(str(f) for f in files) or "ccmod fit"
+        try:
+            report = fit_files(files, fmt, opts, breakpoints=breakpoints,
+                               packet_size=packet_size, max_segments=max_segments,
+                               robust=robust, hops=hops, per_hop_latency_s=per_hop_latency,
+                               ref_hops=ref_hops)
+        except CcmodInputError as exc:
+            if exc.source is not None:
+                raise
+            # a fit of the data as a whole failed: the data is the files given
+            raise CcmodInputError(exc.what, source=named, hint=exc.hint) from None
+        from ccmod.netsys.fit_multi import extend_report
+        extend_report(report, stream or (), intra or (), intra_processes)
         if output is not None:
             try:
                 report.model.save(output)
@@ -124,7 +110,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(json.dumps(d, allow_nan=False))
             except ValueError:
                 raise CcmodInputError("the fit produced non-finite numbers (check the input "
-                                      "for inf/NaN values)", source="ccmod fit") from None
+                                      "for inf/NaN values)", source=named) from None
             return
         typer.echo(report.text())
         if output is not None:

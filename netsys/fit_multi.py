@@ -165,3 +165,23 @@ def fit_model(pingpong, stream=(), intra=(), *, fmt: str = "auto",
     if it:
         rep.notes.append("intra-node: " + ", ".join(f"{k} {v:.4g}" for k, v in it.items()))
     return rep
+
+
+def extend_report(report, stream=(), intra=(), intra_processes: int | None = None):
+    """Add streams / intra-node inputs and the fitted range to a ping-pong FitReport (in place)."""
+    import dataclasses
+    st = stream_summary(list(stream), "auto", ReadOptions()) if stream else None
+    it = intra_summary(list(intra), "auto",
+                       dataclasses.replace(ReadOptions(), processes=intra_processes)) if intra else None
+    sizes = np.concatenate([m.nbytes for m in report.measurements]) if report.measurements else None
+    rng = (int(sizes.min()), int(sizes.max())) if sizes is not None and sizes.size else None
+    if st is None and it is None and rng is None:
+        return report
+    report.model = combine(report.model, st, it, rng)
+    if st:
+        report.notes.append(
+            f"streams: bandwidth plateau {st['stream_bandwidth_Bps'] / 1e9:.4g} GB/s, NIC gap "
+            f"{st['gap_s'] * 1e9:.4g} ns/message, o_send {st['o_send_s'] * 1e9:.4g} ns")
+    if it:
+        report.notes.append("intra-node: " + ", ".join(f"{k} {v:.4g}" for k, v in it.items()))
+    return report
