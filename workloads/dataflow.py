@@ -15,7 +15,8 @@ the file, what is wrong and what to do.
 Compiled structure
 ------------------
 * a *communication* carries one data item along an edge: ``write`` (actor -> data),
-  ``read`` (data -> actor).  Same-processor communications have no stages (free);
+  ``read`` (data -> actor).  Same-processor communications and those of amount 0 have
+  no stages (free);
   otherwise the route's links become *stages*: consecutive virtual_circuit links form one
   ``exclusive`` stage (all links held at once, FCFS), every store_and_forward link is its
   own ``exclusive`` stage (one hop), every ethernet link is a ``shared`` stage (the medium
@@ -438,9 +439,11 @@ def from_dict(d: dict, source: str = "<dataflow>", default_name: str = "dataflow
     used_routes = set()
 
     def make(kind, src, dst, amount, name, pa, pb):
-        if pa == pb:
-            return Comm(name, kind, src, dst, amount, [])
         key = tuple(name.split("->"))
+        if pa == pb or amount == 0:     # free: same processor, or nothing to move
+            if key in route_map:
+                used_routes.add(key)
+            return Comm(name, kind, src, dst, amount, [])
         if key in route_map:
             route, w = route_map[key]
             used_routes.add(key)
@@ -516,4 +519,4 @@ def from_dict(d: dict, source: str = "<dataflow>", default_name: str = "dataflow
         actor_slots=actor_slots, nslots=nslots, slot_init=slot_init, loop_slots=loop_slots,
         sources=sources, sinks=sinks, closed=not once, population=pop,
         transfer_distribution=td, time_unit=str(d.get("time_unit", "time unit")),
-        meta={k: d[k] for k in ("description", "reference") if k in d})
+        meta={k: d[k] for k in ("description", "reference", "notes") if k in d})
