@@ -191,6 +191,7 @@ def test_ctmc_refuses_large_and_non_exponential():
     (lambda d: d["routes"][0].update(links=["link_3_4"]), "do not lead from"),
     (lambda d: d.update(closed=0), "'closed' must be"),
     (lambda d: d["data"].append({"name": "D9", "processor": "P1"}), "never written"),
+    (lambda d: d.update(closd=2), "unknown key 'closd'"),
 ])
 def test_bad_models_one_line_errors(edit, msg):
     d = json.loads(FORKJOIN.read_text())

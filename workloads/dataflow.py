@@ -46,6 +46,8 @@ LINK_RULE = {"virtual_circuit": "circuit", "store_and_forward": "store_forward",
              "ethernet": "ethernet"}
 LINK_TYPES = tuple(LINK_RULE)
 DISTRIBUTIONS = ("exponential", "constant", "erlang:K", "normal")
+_TOP_KEYS = {"name", "description", "reference", "notes", "time_unit", "closed", "once",
+             "transfer_distribution", "processors", "links", "actors", "data", "edges", "routes"}
 
 
 @dataclass(frozen=True)
@@ -315,6 +317,9 @@ def from_dict(d: dict, source: str = "<dataflow>", default_name: str = "dataflow
     err = _Err(source)
     if not isinstance(d, dict):
         raise err("the top level must be a JSON object", "see docs/dataflow.md")
+    unknown = sorted(set(d) - _TOP_KEYS)
+    if unknown:
+        raise err(f"unknown key {unknown[0]!r}", "valid keys: " + ", ".join(sorted(_TOP_KEYS)))
     procs = _items(err, d, "processors")
     links = _items(err, d, "links", required=False)
     actors = _items(err, d, "actors")
