@@ -63,21 +63,25 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    rows = sweep(_range(a.sizes), _range(a.procs), a.replications, a.iterations, a.seed)
-    if a.json:
-        print(json.dumps(rows))
-        return
 
     def f(x):
         return "-" if x is None else f"{x:.2f}"
-    print("| N | P | exact CTMC (exp) | states | sim exponential | sim constant | "
-          "constant / exponential |")
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['N']} | {r['P']} | {f(r['exact_s'])} | {r['states'] or '-'} | "
-              f"{f(r['sim_exponential_s'])} ± {f(r['sim_exponential_ci'])} | "
-              f"{f(r['sim_constant_s'])} ± {f(r['sim_constant_ci'])} | "
-              f"{r['sim_constant_s'] / r['sim_exponential_s']:.2f} |")
+    if not a.json:
+        print("| N | P | exact CTMC (exp) | states | sim exponential | sim constant | "
+              "constant / exponential |")
+        print("|---|---|---|---|---|---|---|", flush=True)
+    rows = []
+    for N in _range(a.sizes):
+        for P in _range(a.procs):
+            r = sweep([N], [P], a.replications, a.iterations, a.seed)[0]
+            rows.append(r)
+            if not a.json:
+                print(f"| {r['N']} | {r['P']} | {f(r['exact_s'])} | {r['states'] or '-'} | "
+                      f"{f(r['sim_exponential_s'])} ± {f(r['sim_exponential_ci'])} | "
+                      f"{f(r['sim_constant_s'])} ± {f(r['sim_constant_ci'])} | "
+                      f"{r['sim_constant_s'] / r['sim_exponential_s']:.2f} |", flush=True)
+    if a.json:
+        print(json.dumps(rows))
 
 
 if __name__ == "__main__":

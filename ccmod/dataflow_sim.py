@@ -86,6 +86,16 @@ class _LocalSharing:
         return done
 
 
+def _make_sharing(cls, nres: int, background, max_activities: int, max_hops: int):
+    """Build the sharing kernel; the compiled kernel's facade sizes its arrays up front
+    (``max_messages``: activities over the whole replication), older ones grow."""
+    try:
+        return cls(nres, background, record_load=False, max_messages=max_activities,
+                   max_hops=max_hops)
+    except TypeError:
+        return cls(nres, background, record_load=False)
+
+
 def _sampler(model, rng, transfer_constant: bool):
     def actor_work(a):
         mean = model.actor_mean[a]
@@ -113,9 +123,13 @@ def replicate_once(model, rng, iterations: int, warmup: int, samples: dict | Non
     measure after the first ``warmup``; ``once`` models run to the end.
     """
     P = model.nproc
-    bg = list(model.proc_background) + [0.0] * model.nlinks
-    sh = (sharing_cls or _sharing_class())(P + model.nlinks, np.asarray(bg, float),
-                                           record_load=False)
+    bg = np.asarray(list(model.proc_background) + [0.0] * model.nlinks, float)
+    # activities per iteration: every actor once, every stage of every communication once
+    per_iter = model.nactors + sum(len(c.stages) for c in model.comms)
+    n_iter = (warmup + iterations + model.population + 2) if model.closed else 1
+    hops = max([len(st.links) for c in model.comms for st in c.stages] + [1])
+    sh = _make_sharing(sharing_cls or _sharing_class(), P + model.nlinks, bg,
+                       per_iter * n_iter + 16, hops)
     actor_work, job_work = _sampler(model, rng, model.transfer_distribution == "constant")
     lay = net.reward_layout(model)
     acc = [0.0] * lay["size"]
