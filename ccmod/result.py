@@ -61,6 +61,8 @@ class RunResult:
     link_load: pd.DataFrame | None = None
     options: dict = field(default_factory=dict)
     events: int = 0
+    #: ``--bounds``: best/avg/worst makespans under constant background levels (ccmod.bounds)
+    bounds: dict | None = None
 
     @property
     def messages_count(self) -> int:
@@ -94,10 +96,14 @@ class RunResult:
             "send_mode": self.send_mode,
             "eager_limit_bytes": int(self.options.get("eager_limit_bytes", 0) or 0),
             "notes": list(self.options.get("notes", [])),
+            "compute": dict(self.options.get("compute", {"unit": "seconds"})),
+            "nothing_to_predict": self.options.get("nothing_to_predict"),
+            "measured": self.options.get("measured"),
             "bytes": int(self.messages["nbytes"].sum()) if len(self.messages) else 0,
             "busiest_link": None if busiest is None else {
                 "name": str(busiest["name"]), "peak_active": int(busiest["peak_active"]),
                 "mean_active": float(busiest["mean_active"]), "bytes": int(busiest["bytes"])},
+            **({"bounds": self.bounds} if self.bounds is not None else {}),
             "ranks": {
                 "compute_s": [float(x) for x in self.ranks["compute_s"]],
                 "comm_s": [float(x) for x in (self.ranks["send_s"] + self.ranks["recv_s"])],
