@@ -206,9 +206,10 @@ def register(app: typer.Typer) -> None:
             emit(rep, json_, lambda: ccd.lines(rep))
             return
         from ccmod.analytic import crosscheck as cc
-        rep = cc.crosscheck(trace, network, sharing=sharing, send_mode=send_mode,
-                            compute_rate=compute_rate, cost=cost, mapping=map_, fmt=fmt,
-                            So_s=So)
+        from ccmod.options import RunOptions
+        opts = RunOptions(sharing=sharing, send_mode=send_mode, compute_rate=compute_rate,
+                          cost=cost, mapping=map_, fmt=fmt)
+        rep = cc.crosscheck(trace, network, opts, So_s=So)
         emit(rep.to_dict(), json_, rep.lines)
 
 

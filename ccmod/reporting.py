@@ -28,11 +28,11 @@ def parse_levels(text: str | None) -> list[float] | None:
 
 
 def make_report(result, workload, report_dir, *, network, background_levels=None,
-                run_kwargs=None) -> Path:
+                options=None) -> Path:
     """Write ``report_dir/report.html`` from the tables the parquet sink wrote there.
 
     With ``background_levels`` the engine runs once more per level (same trace and
-    network, other options unchanged) and writes that run's tables into
+    network, the other :class:`~ccmod.options.RunOptions` of ``options`` unchanged) and writes that run's tables into
     ``report_dir/background-<level>/``, so the report can show knee capacity with and
     without background load and ``ccmod report DIR --background-levels ...`` can rebuild it.
     """
@@ -46,7 +46,7 @@ def make_report(result, workload, report_dir, *, network, background_levels=None
         for lv in levels:
             if lv == main_bg:
                 continue  # the main run is this level
-            run(workload, network, background=lv, sinks=["parquet"],
-                out_dir=Path(report_dir) / knee_dirname(lv), **(run_kwargs or {}))
+            run(workload, network, options, background=lv, sinks=["parquet"],
+                out_dir=Path(report_dir) / knee_dirname(lv))
     return build_report(Path(report_dir), Path(report_dir) / "report.html",
                         background_levels=levels)

@@ -93,7 +93,7 @@ def _cell_text(v) -> str:
 
 def sweep_report(results, out_html) -> Path:
     """Write the HTML report of the sweep table ``results`` to ``out_html`` (atomically)."""
-    from ccmod.io import atomic_write_text
+    from ccmod.atomic import atomic_write_text
     from ccmod.sweep import RESULT_COLUMNS
     df = read_results(results)
     if "makespan_s" not in df.columns:

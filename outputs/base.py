@@ -18,12 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-STATE_COMPUTE, STATE_SEND, STATE_RECV, STATE_WAIT, STATE_BARRIER = range(5)
-STATE_NAMES = ("compute", "send", "recv", "wait", "barrier")
-
-#: evaluation signals, named after the article's otrace_sig (Listing Five)
-SIGNALS = ("CONFIG", "GO_INIT", "NEWPROC", "NEWSCOM", "MSGSTART", "COMMCOST", "SYSCONT",
-           "MSGCONT", "EVENTHORIZON", "UPPR_PROC", "UPPR_SCOM", "UPPR_END", "MSGEND", "GO_END")
+# the codes are shared with the engine, so they live in the core (re-exported here for sinks)
+from ccmod.codes import (SIGNALS, STATE_BARRIER, STATE_COMPUTE, STATE_NAMES,  # noqa: F401
+                         STATE_RECV, STATE_SEND, STATE_WAIT)
 
 
 @dataclass

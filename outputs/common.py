@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.io import discard, ensure_dir, temp_path  # noqa: F401  (discard: for the sinks)
+from ccmod.atomic import discard, ensure_dir, temp_path  # noqa: F401  (discard: for the sinks)
 from ccmod.outputs.base import STATE_NAMES
 
 #: pseudo state code of the gaps between recorded states ("idle" in the article's

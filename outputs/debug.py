@@ -18,8 +18,10 @@ import numpy as np
 
 from ccmod.outputs.base import SIGNALS, Sink
 from ccmod.outputs.common import SIGNAL_COLUMNS, ChunkBuffer, discard, resolve_out_dir, temp_name
+from ccmod.outputs.registry import SINKS
 
 
+@SINKS.register()
 class DebugSink(Sink):
     """Text dump of every evaluation signal (time, signal name, arguments).
 
@@ -32,6 +34,8 @@ class DebugSink(Sink):
 
     name = "debug"
     description = "full signal trace as text (the article's otrdeb): debug.txt"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "debug.txt"
     wants_signals = True
 
     def __init__(self, out_dir=None, file: str = "debug.txt"):

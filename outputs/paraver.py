@@ -26,12 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ccmod.io import atomic_path, atomic_write_text
+from ccmod.atomic import atomic_path, atomic_write_text
 from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT,
                           Sink)
 from ccmod.outputs.common import (MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE, ChunkBuffer,
                             fill_from_result, fill_idle, infer_nranks, resolve_out_dir,
                             sanitize_states, seconds_to_ns)
+from ccmod.outputs.registry import SINKS
 
 #: ccmod state code → (Paraver state value, label, RGB)
 PRV_STATES = {
@@ -53,6 +54,7 @@ def _header_date() -> str:
     return time.strftime("%d/%m/%Y at %H:%M", t)
 
 
+@SINKS.register()
 class ParaverSink(Sink):
     """Paraver ``.prv``/``.pcf``/``.row`` (states + communications, ns).
 
@@ -65,6 +67,8 @@ class ParaverSink(Sink):
 
     name = "paraver"
     description = "Paraver trace (.prv + .pcf + .row): rank states and communications"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "trace.prv, trace.pcf, trace.row"
 
     def __init__(self, out_dir=None, prefix: str = "trace"):
         self.out_dir = out_dir

@@ -29,13 +29,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ccmod.errors import CcmodInputError
-from ccmod.io import atomic_path, atomic_write_text
+from ccmod.atomic import atomic_path, atomic_write_text
 from ccmod.outputs.base import Sink
 from ccmod.outputs.common import (ALL_STATE_NAMES, MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE,
                             LINK_LOAD_COLUMNS, ChunkBuffer, discard, frame_to_columns,
                             dumps, idle_gaps, resolve_out_dir, resource_names, state_codes,
                             temp_name)
 from ccmod.outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
+from ccmod.outputs.registry import SINKS
 
 #: packet size used for packets/s when the network does not define one (Ethernet MTU)
 DEFAULT_PACKET_SIZE = 1500
@@ -100,6 +101,7 @@ class _Stream:
             discard(self.tmp)
 
 
+@SINKS.register()
 class ParquetSink(Sink):
     """Columnar run directory: messages, rank states, link load, ranks, links, run.json.
 
@@ -113,6 +115,8 @@ class ParquetSink(Sink):
 
     name = "parquet"
     description = "run directory of Parquet tables (messages, rank states, link load) + run.json"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "messages/rank_states/link_load/ranks/links.parquet, run.json"
     wants_link_load = True
 
     def __init__(self, out_dir=None, compression: str = "zstd"):

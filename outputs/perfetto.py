@@ -29,13 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ccmod.io import atomic_path
+from ccmod.atomic import atomic_path
 from ccmod.outputs.base import Sink
 from ccmod.outputs.common import (ALL_STATE_NAMES, LINK_LOAD_COLUMNS, MESSAGE_COLUMNS,
                             RANK_STATE_COLUMNS, ChunkBuffer, fill_from_result, fill_idle,
                             infer_nranks, resolve_out_dir, resource_names, sanitize_states,
                             seconds_to_ns)
 from ccmod.outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
+from ccmod.outputs.registry import SINKS
 
 
 def _ts(ns: int) -> str:
@@ -43,6 +44,7 @@ def _ts(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
+@SINKS.register()
 class PerfettoSink(Sink):
     """Chrome/Perfetto trace-event JSON: rank tracks, message flows, link counters.
 
@@ -59,6 +61,8 @@ class PerfettoSink(Sink):
 
     name = "perfetto"
     description = "Chrome trace-event JSON (ui.perfetto.dev): rank tracks, message flows, link counters"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "trace.json"
     wants_link_load = True
 
     def __init__(self, out_dir=None, file: str = "trace.json", max_flows: int = 200_000,
