@@ -101,6 +101,13 @@ def run_dataflow(file: Path, solve: str = "sim", replications: int = 10, seed: i
 
 
 def register(app: typer.Typer) -> None:
+    @app.command("link-rules")
+    def link_rules_cmd(json_: bool = JSON_OPT):
+        """List the link disciplines of data-flow models (registered sharing rules)."""
+        from ccmod.cli_util import print_listing
+        from ccmod.workloads.dataflow_rules import LINK_RULES
+        print_listing("link rules", LINK_RULES.listing(), json_)
+
     @app.command("dataflow")
     def dataflow_cmd(
         file: Path = typer.Argument(..., help="Data-flow model (JSON, docs/dataflow.md)."),

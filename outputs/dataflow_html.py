@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ccmod.io import atomic_write_text
+from ccmod.atomic import atomic_write_text
 
 __all__ = ["render", "write"]
 

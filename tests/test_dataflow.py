@@ -238,3 +238,10 @@ def test_crosscheck_cli_on_dataflow(capsys):
     paper = [r for r in rep["rows"] if r["paper"] is not None and r["metric"] == "utilization"]
     assert len(paper) == 7
     assert all(math.isfinite(r["exact"]) for r in rep["rows"] if r["exact"] is not None)
+
+
+def test_link_rules_listed(capsys):
+    from ccmod.cli import main
+    main(["link-rules", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["name"] for r in rows} >= {"circuit", "store_forward", "ethernet"}

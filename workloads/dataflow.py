@@ -34,14 +34,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccmod.dataflow_rules import rule
+from ccmod.workloads.dataflow_rules import rule
 from ccmod.errors import CcmodInputError
 
 __all__ = ["DataflowModel", "Stage", "Comm", "load", "from_dict", "DISCIPLINES", "LINK_TYPES",
            "LINK_RULE", "DISTRIBUTIONS"]
 
 DISCIPLINES = ("FCFS", "PS")
-#: link type (file) -> registered sharing rule (:mod:`ccmod.dataflow_rules`)
+#: link type (file) -> registered sharing rule (:mod:`ccmod.workloads.dataflow_rules`)
 LINK_RULE = {"virtual_circuit": "circuit", "store_and_forward": "store_forward",
              "ethernet": "ethernet"}
 LINK_TYPES = tuple(LINK_RULE)
@@ -290,7 +290,7 @@ def _check_bus_walk(links_ends, route, a, b) -> bool:
 
 
 def _stages(route, link_type, link_rate, link_latency, amount):
-    """Split a route into stages by the link types' registered rules (ccmod.dataflow_rules)."""
+    """Split a route into stages by the link types' registered rules (ccmod.workloads.dataflow_rules)."""
     stages, run = [], []
     run_rule = [None]
 

@@ -13,7 +13,7 @@ The trace says *what* is exchanged; the network (links, routes, their types) com
 """
 from __future__ import annotations
 
-from ccmod.io import atomic_write_text
+from ccmod.atomic import atomic_write_text
 
 __all__ = ["ti_lines", "write_ti"]
 
