@@ -79,8 +79,3 @@ def ensure_dir(path, what: str = "output directory") -> Path:
 def atomic_write_text(path, text: str) -> None:
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text)
-
-
-def atomic_write_bytes(path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        Path(tmp).write_bytes(data)

@@ -123,7 +123,9 @@ def register(app: typer.Typer) -> None:
         sharing: str = typer.Option("ccmod", help="Comma list of sharing rules: ccmod, maxmin."),
         send_mode: str = typer.Option("rendezvous", help="Comma list: rendezvous, eager, detached."),
         eager_limit: Optional[str] = typer.Option(None, help="Comma list of eager limits (bytes)."),
-        background: str = typer.Option("0", help="Comma list of background load fractions in [0,1)."),
+        background: str = typer.Option("0", help="Comma list of background loads in [0,1) or "
+                                       "model specs (exp:..., file:...); use ';' between "
+                                       "values when a spec has commas."),
         cost: str = typer.Option("none", help="Comma list of quiet-cost models: none (network "
                                               "default), physical or a JSON file from `ccmod fit`."),
         map_: Optional[str] = typer.Option(None, "--map", help="Comma list of rank->node maps: "

@@ -63,6 +63,8 @@ class RunResult:
     events: int = 0
     #: ``--bounds``: best/avg/worst makespans under constant background levels (ccmod.bounds)
     bounds: dict | None = None
+    #: measured next to predicted (timestamped traces; see ccmod.trace_notes), else None
+    measured: dict | None = None
 
     @property
     def messages_count(self) -> int:

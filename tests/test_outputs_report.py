@@ -64,6 +64,7 @@ def test_report_is_reproducible(evil_report, tmp_path):
     assert again == html
 
 
+@pytest.mark.slow
 def test_large_run_is_sampled_and_says_so(tmp_path):
     run = synthetic_run(40, 30, seed=4)          # 1200 messages, 40 ranks
     run.feed(make_sinks("parquet", tmp_path))
@@ -72,6 +73,7 @@ def test_large_run_is_sampled_and_says_so(tmp_path):
     assert "Close-up on" in html
 
 
+@pytest.mark.slow
 def test_knee_with_background_runs(tmp_path):
     base = tmp_path / "run"
     synthetic_run(6, 8, seed=2).feed(make_sinks("parquet", base))

@@ -54,15 +54,6 @@ def generate(spec: str, seed: int = 0, source: str = "generator") -> Workload:
     return make(kind, params, seed, source=source)
 
 
-def describe(kind: str) -> str:
-    """One line per parameter ``name=default`` of generator ``kind`` (for help texts)."""
-    try:
-        params = parameters(GENERATORS.get(kind).factory)
-    except (TypeError, ValueError):  # a third-party callable without a signature
-        return ""
-    return ", ".join(f"{k}={v}" for k, v in params.items())
-
-
 def summary(w: Workload) -> dict:
     """Counts of a workload: ranks, records, messages and bytes sent.
 
