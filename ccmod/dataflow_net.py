@@ -161,7 +161,8 @@ def settle_ready(model, m: Marking) -> None:
             for s in model.actor_slots[a]:
                 m.inbox[s] -= 1
             for c in model.actor_writes[a]:
-                m.held[model.comms[c].dst] += 1
+                if model.data_reads[model.comms[c].dst]:   # an unread item occupies nothing
+                    m.held[model.comms[c].dst] += 1
             for x, k in model.actor_reads[a]:
                 lag = m.lag[x]
                 lag[k] += 1

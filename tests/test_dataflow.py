@@ -245,3 +245,19 @@ def test_link_rules_listed(capsys):
     main(["link-rules", "--json"])
     rows = json.loads(capsys.readouterr().out)
     assert {r["name"] for r in rows} >= {"circuit", "store_forward", "ethernet"}
+
+
+def test_unread_output_data_and_capacity():
+    """A sink writing a data node nobody reads keeps the chain finite; capacity 1 on the
+    data between two stages with 3 iterations in flight blocks the writer."""
+    d = _loop(1.0, 2.0, 3)
+    d["data"].append({"name": "OUT", "processor": "P2"})
+    d["edges"].append({"from": "B", "to": "OUT", "amount": 5})
+    r = ctmc_dataflow.solve(df.from_dict(d))
+    assert r["states"] < 50
+    d["data"][0]["capacity"] = 1
+    r1 = ctmc_dataflow.solve(df.from_dict(d))
+    assert r1["application"]["throughput"] < r["application"]["throughput"]
+    s = dataflow_sim.simulate(df.from_dict(d), replications=2, seed=0, iterations=300)
+    assert s["application"]["throughput"] == pytest.approx(r1["application"]["throughput"],
+                                                           rel=0.1)
