@@ -80,7 +80,8 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     mapping : str, optional
         Rank → node map: ``block:K``, ``cyclic:K`` or a file (default one rank per node).
     sinks : sequence of str or outputs.base.Sink
-        Output sinks fed during the run (e.g. ``["parquet", "perfetto"]``).
+        Output sinks (e.g. ``["parquet", "perfetto"]``); each gets the finished
+        RunResult (``Sink.write(result, ctx)``).
     out_dir : path, optional
         Directory for sinks that write files.
     record : bool, optional
@@ -125,7 +126,7 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                "eager_limit_bytes": int(eager_limit_bytes), "compute_rate": compute_rate,
                "compute_scale": compute_scale, "background": float(background),
                "mapping": mapping, "cost": None if cost is None else str(cost),
-               "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
+               "trace": _trace_path(trace, w)}
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
     options["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
     if getattr(net.cost, "monotone", True) is False:
@@ -134,12 +135,6 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     if eager_limit_bytes and send_mode != "rendezvous":
         options["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
-    if sink_objs:
-        from ccmod.outputs.base import RunContext
-        ctx = RunContext(network=net, workload=w, node_of_rank=node_of_rank, options=options,
-                         out_dir=Path(out_dir) if out_dir is not None else None)
-        for s in sink_objs:
-            s.open(ctx)
     cap = net.capacity_Bps.reshape(-1)
     eng = Engine(w, msgs, net.nresources, cap, net.background_flat(), sharing=sharing,
                  send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes), record=record,
@@ -149,7 +144,11 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     wall = time.perf_counter() - t0
     result = collect(eng, msgs, net, node_of_rank, makespan, wall, options)
     if sink_objs:
-        _feed_sinks(sink_objs, eng, result)
+        from ccmod.outputs.base import RunContext
+        from ccmod.outputs.sinks import write_all
+        write_all(sink_objs, result, RunContext(
+            out_dir=Path(out_dir) if out_dir is not None else None, options=options,
+            network=net, workload=w))
     return result
 
 
@@ -166,33 +165,9 @@ def _make_sinks(sinks, out_dir):
     return objs
 
 
-def _batch(df, columns=None):
-    return {c: df[c].to_numpy() for c in (columns or df.columns)}
-
-
-def _feed_sinks(sink_objs, eng, result, chunk: int = 1 << 20):
-    """Stream the result tables to the sinks in batches, then close them."""
-    def chunks(df):
-        for i in range(0, max(len(df), 1), chunk):
-            part = df.iloc[i:i + chunk]
-            if len(part):
-                yield part
-    for s in sink_objs:
-        if getattr(s, "wants_signals", False) and eng.signals is not None:
-            sig = eng.signals
-            for i in range(0, len(sig), chunk):
-                part = sig[i:i + chunk]
-                s.on_signals({"t_s": np.array([p[0] for p in part]),
-                              "signal": np.array([p[1] for p in part], dtype=object),
-                              "args": np.array([p[2] for p in part], dtype=object)})
-        for part in chunks(result.messages):
-            s.on_messages(_batch(part))
-        if result.rank_states is not None:
-            for part in chunks(result.rank_states):
-                b = _batch(part)
-                b["state"] = part["state"].cat.codes.to_numpy()
-                s.on_rank_states(b)
-        if result.link_load is not None:
-            for part in chunks(result.link_load):
-                s.on_link_load(_batch(part))
-        s.close(result)
+def _trace_path(trace, w) -> str:
+    """The trace file a run read (also when a Workload read from a file is passed in)."""
+    if isinstance(trace, (str, os.PathLike)):
+        return str(trace)
+    files = getattr(w, "files", None) or []
+    return str(files[0]) if files else "<workload>"

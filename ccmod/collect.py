@@ -31,7 +31,8 @@ def link_intervals(load_t, load_res, load_count, t_end: float):
 def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: float,
             options: dict):
     """Build the result tables (vectorised)."""
-    from ccmod.result import RunResult
+    from ccmod.linkrate import link_utilisation
+    from ccmod.result import DEFAULT_PACKET_SIZE, Routes, RunResult
 
     w = engine.w
     M = len(msgs.nbytes)
@@ -74,11 +75,19 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     peak = np.asarray(k.peak, np.int64)
     used = np.flatnonzero(n_msgs > 0)
     bg = network.background_flat()
+    cap = np.asarray(network.capacity_Bps, np.float64).reshape(-1)[:nres]
+    routes = Routes(ptr=np.asarray(msgs.route_ptr, np.int64), res=np.asarray(msgs.route_res))
+    resources = pd.DataFrame({"resource": np.arange(nres), "name": names[:nres],
+                              "capacity_Bps": cap, "background": bg[:nres]})
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util_mean = n_bytes[used] / (cap[used] * makespan) if makespan > 0 else \
+            np.full(len(used), np.nan)
     links = pd.DataFrame({
         "resource": used, "name": names[used], "messages": n_msgs[used],
         "bytes": n_bytes[used].astype(np.int64), "peak_active": peak[used],
         "mean_active": area[used] / makespan if makespan > 0 else 0.0,
-        "busy_s": busy[used], "background": bg[used]})
+        "busy_s": busy[used], "background": bg[used], "capacity_Bps": cap[used],
+        "utilisation_mean": util_mean, "utilisation_peak": np.full(len(used), np.nan)})
     rank_states = link_load = None
     if engine.record:
         a, b, c, d = engine.st
@@ -89,11 +98,29 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
                 categories=list(STATE_NAMES)),
             "t_start_s": np.frombuffer(c, np.float64) if len(c) else np.zeros(0),
             "t_end_s": np.frombuffer(d, np.float64) if len(d) else np.zeros(0)})
+        lbg = bg[lr] if len(lr) else bg[:0]
+        # utilisation from the routes compiled for the run (never recompiled)
+        util = link_utilisation(routes, {"nbytes": msgs.nbytes, "t_start_s": t_start,
+                                         "t_end_s": t_end}, lr, lt0, lt1, cap, lbg)
         link_load = pd.DataFrame({"resource": lr, "t_start_s": lt0, "t_end_s": lt1,
-                                  "active": lc, "background": bg[lr] if len(lr) else bg[:0]})
+                                  "active": lc, "background": lbg, "utilisation": util})
+        upeak = np.zeros(nres)
+        np.maximum.at(upeak, lr.astype(np.int64), np.where(np.isfinite(util), util, 0.0))
+        links["utilisation_peak"] = upeak[used]
+    signals = None
+    if getattr(engine, "signals", None) is not None:
+        sig = engine.signals
+        signals = pd.DataFrame({"t_s": np.array([p[0] for p in sig], np.float64),
+                                "signal": np.array([p[1] for p in sig], dtype=object),
+                                "args": np.array([str(p[2]) for p in sig], dtype=object)})
+    ps = getattr(network, "packet_size", None)
+    meta = {"nranks": int(w.nranks),
+            "packet_size_bytes": int(ps) if ps else DEFAULT_PACKET_SIZE,
+            "packet_size_source": "network" if ps else "default"}
     return RunResult(
         makespan_s=makespan, rank_finish_s=np.asarray(engine.finish_s, float), ranks=ranks,
         messages=messages, links=links, records=w.nrecords, wall_s=wall_s,
         network=network.describe(), sharing=options.get("sharing", "ccmod"),
         send_mode=options.get("send_mode", "rendezvous"), rank_states=rank_states,
-        link_load=link_load, options=options, events=engine.events)
+        link_load=link_load, options=options, events=engine.events, resources=resources,
+        routes=routes, signals=signals, measured=(w.meta or {}).get("measured"), meta=meta)

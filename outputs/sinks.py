@@ -1,4 +1,4 @@
-"""Front-end of the output sinks: registration of the built-ins and ``make_sinks``.
+"""Front-end of the output sinks: registration of the built-ins, ``make_sinks``, ``write_all``.
 
 Importing this module registers every built-in sink in :data:`outputs.registry.SINKS`
 (third-party sinks come through the ``ccmod.sinks`` entry-point group).
@@ -174,3 +174,9 @@ def list_sinks() -> list[dict]:
         rows.append({"name": e.name, "description": e.description, "files": files,
                      "parameters": params})
     return rows
+
+
+def write_all(sinks, result, ctx) -> None:
+    """Hand the finished result to every sink (each writes its files atomically)."""
+    for s in sinks:
+        s.write(result, ctx)
