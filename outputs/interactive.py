@@ -37,7 +37,8 @@ def _rgba(hexes) -> np.ndarray:
     return np.array([[int(h[i:i + 2], 16) for i in (1, 3, 5)] + [255] for h in hexes], np.uint8)
 
 
-def space_time(result, ncols: int = 1200, max_rows: int = 128, max_lines: int = 2000):
+def space_time(result, ncols: int = 1200, max_rows: int = 128, max_lines: int = 2000,
+               visible_detail: int = VISIBLE_DETAIL):
     """Space-time diagram with two levels of detail; returns (layout, x_range, info)."""
     from bokeh.layouts import column
     from bokeh.models import (ColumnDataSource, CustomJS, CustomJSHover, Div, HoverTool,
@@ -50,11 +51,11 @@ def space_time(result, ncols: int = 1200, max_rows: int = 128, max_lines: int = 
     rk, st, a, b = s["rank"], s["state"], s["t_start_s"], s["t_end_s"]
     m = result.messages
     info = {"ranks": n, "states": len(rk), "messages": len(m), "rank_group": 1}
-    x_range = Range1d(0, t_end, bounds=(0, t_end), min_interval=t_end * 1e-9)
+    x_range = Range1d(0, t_end, bounds=(0, t_end), min_interval=t_end * 1e-9, name="time")
     p = figure(height=min(620, 140 + 9 * min(n, max_rows)), sizing_mode="stretch_width",
                x_range=x_range, y_range=Range1d(n, 0), tools=_TOOLS,
                active_scroll="xwheel_zoom", title="Space-time diagram",
-               x_axis_label="time (s)", y_axis_label="rank", output_backend="canvas")
+               x_axis_label="time (s)", y_axis_label="rank", name="spacetime")
     # ---- aggregated level: raster image of states + sampled message lines
     rows, nrows, gsize = group_rows(np.arange(n), n, max_rows)
     info["rank_group"] = gsize
@@ -108,7 +109,7 @@ def space_time(result, ncols: int = 1200, max_rows: int = 128, max_lines: int = 
         ("to", "@right{0.000000000} s")], formatters={"@code": state_name}))
     info["detail_states"], info["detail_messages"] = int(len(ks)), int(len(km))
     items = max(len(ks) + len(km), 1)
-    thr = t_end if items <= VISIBLE_DETAIL else t_end * VISIBLE_DETAIL / items
+    thr = t_end if items <= visible_detail else t_end * visible_detail / items
     info["detail_span_s"] = thr
     partial = ""
     if len(ks) < len(rk) or len(km) < len(m):

@@ -25,7 +25,8 @@ from ccmod.outputs.registry import SINKS
 #: built-in sinks and the files each writes into the run directory
 BUILTIN = {
     "debug": (DebugSink, "debug.txt"),
-    "parquet": (ParquetSink, "messages/rank_states/link_load/ranks/links.parquet, run.json"),
+    "parquet": (ParquetSink, "messages/rank_states/link_load/ranks/links/resources.parquet, "
+                             "run.json"),
     "perfetto": (PerfettoSink, "trace.json"),
     "paraver": (ParaverSink, "trace.prv, trace.pcf, trace.row"),
 }
