@@ -52,10 +52,10 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 
 def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rendezvous",
         eager_limit_bytes: int = 0, compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
-        background: float = 0.0, mapping: str | None = None, fmt: str = "auto",
+        background=0.0, mapping: str | None = None, fmt: str = "auto",
         collectives=None, intra_latency_s: float = INTRA_LATENCY_S,
         intra_bandwidth_Bps: float = INTRA_BANDWIDTH_BPS, sinks=(), out_dir=None,
-        record: bool | None = None, progress=None):
+        record: bool | None = None, progress=None, bounds: bool = False):
     """Predict the communication of a trace on a network.
 
     Parameters
@@ -75,8 +75,11 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
         Multiplies every compute duration (0.5 = a CPU twice as fast).
     cost : str, path or netsys.cost.CostModel, optional
         Quiet cost: a JSON model file from ``ccmod fit`` or ``"physical"``.
-    background : float
-        Constant background load fraction on every link direction, in [0, 1).
+    background : float, str or netsys.background.Background
+        Background load: a constant fraction in [0, 1) on every link direction, or a model
+        spec: ``"exp:mean_pps=7000,max_pps=25000,interval=1e-3,seed=1"`` (the article's
+        Listing Seven, resampled per link direction every interval) or ``"file:loads.csv"``
+        (a measured per-link series). See :mod:`ccmod.netsys.background`.
     mapping : str, optional
         Rank → node map: ``block:K``, ``cyclic:K`` or a file (default one rank per node).
     sinks : sequence of str or outputs.base.Sink
@@ -87,6 +90,10 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     record : bool, optional
         Keep rank-state and link-load intervals in the result (default: True when sinks
         or out_dir are given, or the workload is small).
+    bounds : bool
+        Also run the best / average / worst background cases (no load, the mean load, the
+        95th-percentile load, each held constant; :mod:`ccmod.bounds`) and put their
+        makespans in ``result.bounds``.
 
     Returns
     -------
@@ -109,22 +116,22 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
         raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
                               source="--intra-latency/--intra-bandwidth")
-    if background is None:
-        background = 0.0
-    if not (0.0 <= float(background) < 1.0):
-        raise CcmodInputError(f"background load must be a fraction in [0, 1), got {background}",
-                              source="--background")
+    from ccmod.netsys.background import make_background
+    bg = make_background(background)
     w = load_workload(trace, fmt, compute_rate, compute_scale, collectives)
     t0 = time.perf_counter()
     node_of_rank = rank_to_node(mapping, w.nranks).astype(np.int64)
     nodes_needed = max(count_nodes(node_of_rank), 1)
-    net = load_network(network, nodes_needed, cost=cost, background=background)
+    net = load_network(network, nodes_needed, cost=cost,
+                       background=bg.load if bg.constant else 0.0)
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
     options = {"sharing": sharing, "send_mode": send_mode,
                "eager_limit_bytes": int(eager_limit_bytes), "compute_rate": compute_rate,
-               "compute_scale": compute_scale, "background": float(background),
+               "compute_scale": compute_scale,
+               # a number for every consumer; a model's spec is in background_model
+               "background": bg.load if bg.constant else _mean_level(bg, net),
                "mapping": mapping, "cost": None if cost is None else str(cost),
                "trace": _trace_path(trace, w)}
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
@@ -136,13 +143,26 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
         options["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
     cap = net.capacity_Bps.reshape(-1)
-    eng = Engine(w, msgs, net.nresources, cap, net.background_flat(), sharing=sharing,
-                 send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes), record=record,
-                 signals=any(getattr(s, "wants_signals", False) for s in sink_objs),
-                 progress=progress)
-    makespan = eng.run()
+    signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
+
+    def make_engine(bg_flat, steps, main=True):
+        kw = {} if steps is None else {"bg_t_s": steps.t_s, "bg_resource": steps.resource,
+                                       "bg_load": steps.load}
+        return Engine(w, msgs, net.nresources, cap, bg_flat, sharing=sharing,
+                      send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
+                      record=record if main else False, signals=signals if main else False,
+                      progress=progress if main else None, **kw)
+
+    from ccmod.bounds import bounds_makespans, run_engine
+    if not bg.constant:
+        options["background_model"] = bg.describe()
+    eng, makespan = run_engine(make_engine, w, msgs, net, bg)
+    bounds_out = None
+    if bounds:
+        bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, st, main=False), net, bg)
     wall = time.perf_counter() - t0
     result = collect(eng, msgs, net, node_of_rank, makespan, wall, options)
+    result.bounds = bounds_out
     if sink_objs:
         from ccmod.outputs.base import RunContext
         from ccmod.outputs.sinks import write_all
@@ -150,6 +170,11 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
             out_dir=Path(out_dir) if out_dir is not None else None, options=options,
             network=net, workload=w))
     return result
+
+
+def _mean_level(bg, net) -> float:
+    lv = bg.level(net, "mean")
+    return float(lv.max()) if len(lv) else 0.0
 
 
 def _make_sinks(sinks, out_dir):

@@ -51,6 +51,16 @@ def print_summary(result, out=None) -> None:
               f"({s['records_per_s']:,.0f} records/s, {s['events']:,} event horizons)")
     for note in s.get("notes", []):
         con.print(f"note            {note}")
+    model = result.options.get("background_model")
+    if model:
+        con.print(f"background      {model['spec']} (mean load {result.options['background']:.3g})")
+    bd = getattr(result, "bounds", None)
+    if bd:
+        con.print(f"bounds          best {bd['best']:.9g} s, avg {bd['avg']:.9g} s, "
+                  f"worst {bd['worst']:.9g} s: spread {bd['spread']:.3g} s "
+                  f"({100 * bd['spread_rel']:.3g}% of avg)")
+        con.print(f"                ({bd['definition']}; loads {bd['levels']['best']:.3g} / "
+                  f"{bd['levels']['avg']:.3g} / {bd['levels']['worst']:.3g})")
     b = s["busiest_link"]
     if b:
         con.print(f"busiest link    {b['name']}: peak contention {b['peak_active']}, "
@@ -79,7 +89,12 @@ def register(app: typer.Typer) -> None:
         compute_rate: float = COMPUTE_RATE_OPT,
         compute_scale: float = typer.Option(1.0, help="Multiply compute durations (0.5 = 2x faster CPU)."),
         cost: Optional[str] = COST_OPT,
-        background: float = typer.Option(0.0, help="Constant background load fraction per link, in [0,1)."),
+        background: str = typer.Option("0", help="Background load: a constant fraction in [0,1), "
+                                       "exp:mean_pps=7000,max_pps=25000,interval=1e-3,seed=1 "
+                                       "(the article's Listing Seven) or file:loads.csv."),
+        bounds: bool = typer.Option(False, "--bounds", help="Also run best/avg/worst background "
+                                    "cases (no load, mean load, 95th-percentile load) and "
+                                    "report the spread."),
         map_: Optional[str] = MAP_OPT,
         fmt: str = FORMAT_OPT,
         collective: Optional[str] = COLLECTIVE_OPT,
@@ -123,7 +138,7 @@ def register(app: typer.Typer) -> None:
                          eager_limit_bytes=eager_limit, cost=cost,
                          background=background, mapping=map_, intra_latency_s=intra_latency,
                          intra_bandwidth_Bps=intra_bandwidth, sinks=sinks, out_dir=out_dir,
-                         progress=cb)
+                         progress=cb, bounds=bounds)
         finally:
             if prog is not None:
                 prog.stop()
@@ -158,8 +173,42 @@ def register(app: typer.Typer) -> None:
                   f"that this run did not rewrite (e.g. {left[0].name})", file=sys.stderr)
 
     @app.command("networks")
-    def networks_cmd(json_: bool = typer.Option(False, "--json", help="JSON list.")):
-        """List the network models with their parameters and defaults."""
+    def networks_cmd(
+        action: Optional[str] = typer.Argument(None, help="'show' to describe one network."),
+        spec: Optional[str] = typer.Argument(None, help="With show: NAME[:key=value,...]."),
+        nodes: Optional[int] = typer.Option(None, help="With show: nodes to size derived "
+                                            "parameters for (default 16)."),
+        draw: Optional[Path] = typer.Option(None, help="With show: draw the topology to this "
+                                            ".png/.svg/.pdf file."),
+        json_: bool = typer.Option(False, "--json", help="JSON list."),
+    ):
+        """List the network models, or `networks show SPEC`: its link table and a drawing."""
+        if action is not None:
+            if action != "show" or spec is None:
+                raise CcmodInputError(f"unknown networks action '{action}'" if action != "show"
+                                      else "networks show needs a network SPEC",
+                                      source="ccmod networks",
+                                      hint="ccmod networks show fattree:k=4,n=3 --draw t.svg")
+            from ccmod.netsys.show import draw_network, show_network
+            net, table = show_network(spec, nodes)
+            if draw is not None:
+                draw_network(net, draw)
+            if json_:
+                print(json.dumps({"network": net.describe(), "links": table.to_dict("records")}))
+                return
+            d = net.describe()
+            console().print(f"[bold]{spec}[/bold]: {d['nodes']} nodes, {d['links']} links "
+                            f"({len(table)} link directions); quiet cost: {d['cost']}")
+            console().print(make_table(
+                ["resource", "link", "name", "direction", "from", "to", "bandwidth (B/s)",
+                 "latency (s)"],
+                ((r.resource, r.link, r.name, r.direction, getattr(r, "_4"), r.to,
+                  f"{r.bandwidth_Bps:.4g}", f"{r.latency_s:.3g}")
+                 for r in table.itertuples(index=False)),
+                justify=["right", "right", "left", "left", "left", "left", "right", "right"]))
+            if draw is not None:
+                print(f"drawing written to {draw}")
+            return
         from ccmod.netsys.networks import list_networks
         df = list_networks()
         if json_:

@@ -38,6 +38,19 @@ def _int(text: str) -> int:
 _int.__name__ = "integer"
 
 
+def _bg_value(text: str):
+    """A background list item: a number, or a model spec (exp:..., file:...)."""
+    try:
+        return float(text)
+    except ValueError:
+        if ":" in text:
+            return text
+        raise
+
+
+_bg_value.__name__ = "background (number or model spec)"
+
+
 def _progress(total: int, enabled: bool):
     """A rich progress bar (points done) on a terminal's stderr, or (None, None)."""
     if not enabled or total <= 4 or not sys.stderr.isatty():
@@ -142,9 +155,24 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = typer.Option(None, "--output", "-o",
                                               help="Write the table: .parquet or .csv."),
         progress: bool = typer.Option(True, help="Progress bar on a terminal."),
+        grid_items: Optional[List[str]] = typer.Option(
+            None, "--grid", help="KEY=v1,v2,...: sweep any run option or network parameter "
+                                 "(network.bandwidth=1e9,1e10); ';' separates values that "
+                                 "hold commas. Repeatable."),
+        seeds: Optional[int] = typer.Option(None, help="Runs per stochastic-background point "
+                                                       "(background seed 1..N)."),
+        executor: str = typer.Option("local", help="local (in-process or --jobs processes) "
+                                                   "or dask (LocalCluster unless --scheduler)."),
+        bounds: bool = typer.Option(False, "--bounds", help="Also run best/avg/worst "
+                                    "background cases per point (bound_*_s columns)."),
     ):
-        """Run TRACE over every combination of networks and options; one row per point."""
-        from ccmod.sweep import output_kind, records, sweep, write_table
+        """Run TRACE over every combination of networks and options; one row per point.
+
+        With -o FILE the sweep is resumable: rows already in FILE are not run again and
+        finished rows are written as they come.
+        """
+        from ccmod.sweep import output_kind, records
+        from ccmod.sweep_grid import parse_grid_items, run_grid
         if output is not None:
             # a bad extension or folder fails before the runs, not after them
             output_kind(output)
@@ -154,8 +182,11 @@ def register(app: typer.Typer) -> None:
                       "send_mode": split_list(send_mode, "--send-mode")}
         if eager_limit is not None:
             grid["eager_limit_bytes"] = split_list(eager_limit, "--eager-limit", _int)
-        grid["background"] = split_list(background, "--background", float)
-        grid["cost"] = split_list(cost, "--cost")
+        grid["background"] = ([t.strip() for t in background.split(";") if t.strip()]
+                              if ";" in background else
+                              split_list(background, "--background", _bg_value))
+        grid["cost"] = ([t.strip() for t in cost.split(";") if t.strip()] if ";" in cost
+                        else split_list(cost, "--cost"))
         if map_ is not None:
             grid["mapping"] = split_list(map_, "--map")
         if compute_scale is not None:
@@ -165,23 +196,49 @@ def register(app: typer.Typer) -> None:
             grid["collectives"] = list(collective)
         elif collective:
             fixed["collectives"] = collective[0]
+        extra = parse_grid_items(grid_items)
+        for k, v in extra.items():
+            grid[k] = v            # --grid wins over the option of the same name
+        if bounds:
+            fixed["bounds"] = True
         networks = list(network) if network else ["star"]
-        total = len(networks)
-        for v in grid.values():
-            total *= len(v)
-        prog, cb = _progress(total, progress)
+        if "network" in grid:
+            networks = None
+        holder: dict = {}
+
+        def cb(done, total):
+            if "bar" not in holder:
+                holder["bar"] = _progress(total, progress)
+            prog_, upd = holder["bar"]
+            if upd is not None:
+                upd(done, total)
         try:
-            df = sweep(trace, grid, networks=networks, jobs=jobs, scheduler=scheduler,
-                       progress=cb, **fixed)
+            df = run_grid(trace, grid, networks=networks, seeds=seeds, output=output,
+                          executor=executor, jobs=jobs, scheduler=scheduler, progress=cb,
+                          **fixed)
         finally:
-            if prog is not None:
-                prog.stop()
+            if holder.get("bar", (None,))[0] is not None:
+                holder["bar"][0].stop()
         df.attrs["trace"] = str(trace)
-        if output is not None:
-            write_table(df, output)
         if json_:
             print(json.dumps(records(df), default=jsonable))
         else:
             print_table(df)
+            if df.attrs.get("resumed"):
+                print(f"{df.attrs['resumed']} point(s) were already in {output}; "
+                      f"{df.attrs.get('computed', 0)} run now")
             if output is not None:
                 print(f"table written to {output}")
+
+    @app.command("sweep-report")
+    def sweep_report_cmd(
+        results: Path = typer.Argument(..., help="Sweep table (.parquet or .csv) from "
+                                                 "`ccmod sweep -o`."),
+        output: Path = typer.Option(Path("sweep-report.html"), "--output", "-o",
+                                    help="HTML file to write."),
+    ):
+        """Makespan vs each swept parameter (best/avg/worst bands) and knee capacity vs
+        background load, in one self-contained HTML page."""
+        from ccmod.sweep_report import sweep_report
+        path = sweep_report(results, output)
+        print(f"report written to {path}")

@@ -56,12 +56,19 @@ class Engine(HandlerMixin):
         Produce the full signal trace (debug sink).
     progress : callable, optional
         ``progress(records_done)`` called now and then.
+    bg_t_s, bg_resource, bg_load : ndarray, optional
+        Time-varying background load steps (sorted by time): from ``bg_t_s[i]`` on,
+        resource ``bg_resource[i]`` carries ``bg_load[i]``. Each step is an event horizon.
     """
 
     def __init__(self, workload, msgs, nresources, capacity_Bps, background, *,
                  sharing="ccmod", send_mode="rendezvous", eager_limit_bytes=0, record=True,
-                 signals=False, progress=None):
+                 signals=False, progress=None, bg_t_s=None, bg_resource=None, bg_load=None):
         self.w = workload
+        # time-varying background load: steps sorted by time, each one an event horizon
+        self._bg_t = [] if bg_t_s is None else np.asarray(bg_t_s, float).tolist()
+        self._bg_r = [] if bg_resource is None else np.asarray(bg_resource, np.int64).tolist()
+        self._bg_l = [] if bg_load is None else np.asarray(bg_load, float).tolist()
         self.m = msgs
         self.sharing = sharing
         self.send_mode = send_mode
@@ -306,11 +313,20 @@ class Engine(HandlerMixin):
         t = 0.0
         k = self.kernel
         heap = self.heap
+        bt, bi, nb = self._bg_t, 0, len(self._bg_t)
         while True:
             tk = k.next_time()
             th = heap[0][0] if heap else INF
             if tk == INF and th == INF:
                 break
+            if bi < nb and bt[bi] <= tk and bt[bi] <= th:
+                # background steps change bandwidth availability: rates change from here on
+                t = bt[bi]
+                while bi < nb and bt[bi] == t:
+                    k.set_load(self._bg_r[bi], t, self._bg_l[bi])
+                    bi += 1
+                self.events += 1
+                continue
             t_new = tk if tk <= th else th
             if self.signals is not None:
                 self._sig(t_new, "EVENTHORIZON", t_new - t)

@@ -226,6 +226,24 @@ class CcmodSharing:
             self._touched.add(r)
         self._new.append((m, work))
 
+    def set_load(self, r: int, t: float, load: float) -> None:
+        """Background load of resource r becomes ``load`` at time t (an event horizon)."""
+        if t != self._t_dirty:
+            self._flush()
+            self._t_dirty = t
+        r = int(r)
+        self.v_at[r] = self._vclock(r, t)     # progress so far at the old share
+        self.t_at[r] = t
+        old = self.share[r]
+        self.free[r] = 1.0 - float(load)
+        c = self.count[r]
+        self.share[r] = self.free[r] / c if c > 0 else INF
+        if self.share[r] < old:
+            self._dec.add(r)
+        elif self.share[r] > old:
+            self._inc.add(r)
+        self._touched.add(r)
+
     def next_time(self) -> float:
         self._flush()
         ev = self.events
@@ -374,7 +392,8 @@ class MaxMinSharing:
 
     def __init__(self, nresources: int, capacity_Bps: np.ndarray, background: np.ndarray,
                  record_load: bool = True):
-        self.cap = np.asarray(capacity_Bps, float) * (1.0 - np.asarray(background, float))
+        self.cap0 = np.asarray(capacity_Bps, float).copy()
+        self.cap = self.cap0 * (1.0 - np.asarray(background, float))
         self.nres = nresources
         self.count = np.zeros(nresources, np.int64)
         self.peak = np.zeros(nresources, np.int64)
@@ -460,6 +479,12 @@ class MaxMinSharing:
         self.ids[k] = m
         self.nactive += 1
         self._count(route, t, +1)
+        self.dirty = True
+
+    def set_load(self, r: int, t: float, load: float) -> None:
+        """Background load of resource r becomes ``load`` at time t (an event horizon)."""
+        self._advance(t)
+        self.cap[int(r)] = self.cap0[int(r)] * (1.0 - float(load))
         self.dirty = True
 
     def next_time(self) -> float:

@@ -102,6 +102,8 @@ class RunResult:
     signals: pd.DataFrame | None = None
     measured: dict | None = None
     meta: dict = field(default_factory=dict)
+    #: ``--bounds``: best/avg/worst makespans under constant background levels (ccmod.bounds)
+    bounds: dict | None = None
 
     @property
     def nranks(self) -> int:
@@ -163,6 +165,7 @@ class RunResult:
             "busiest_link": None if busiest is None else {
                 "name": str(busiest["name"]), "peak_active": int(busiest["peak_active"]),
                 "mean_active": float(busiest["mean_active"]), "bytes": int(busiest["bytes"])},
+            **({"bounds": self.bounds} if self.bounds is not None else {}),
             "ranks": {
                 "compute_s": [float(x) for x in self.ranks["compute_s"]],
                 "comm_s": [float(x) for x in (self.ranks["send_s"] + self.ranks["recv_s"])],

@@ -27,9 +27,11 @@ from ccmod.errors import CcmodError, CcmodInputError
 
 #: result columns, after the parameter columns (see docs/sweep.md)
 RESULT_COLUMNS = ("nodes", "makespan_s", "messages", "bytes", "busiest_link",
-                  "peak_contention", "mean_slowdown", "comm_s", "wait_s", "wall_s", "error")
+                  "peak_contention", "mean_slowdown", "comm_s", "wait_s", "knee_pps",
+                  "bound_best_s", "bound_avg_s", "bound_worst_s", "wall_s", "error")
 _INT_COLUMNS = ("nodes", "messages", "bytes", "peak_contention")
-_FLOAT_COLUMNS = ("makespan_s", "mean_slowdown", "comm_s", "wait_s", "wall_s")
+_FLOAT_COLUMNS = ("makespan_s", "mean_slowdown", "comm_s", "wait_s", "knee_pps",
+                  "bound_best_s", "bound_avg_s", "bound_worst_s", "wall_s")
 #: options applied when the trace is read (so sweeping them means one read per value)
 LOAD_OPTIONS = ("fmt", "compute_rate", "compute_scale", "collectives")
 #: keywords of ccmod.api.run that make no sense in a sweep
@@ -179,7 +181,11 @@ def _validate(name: str, values: list, costs: dict) -> list:
             raise CcmodInputError(f"unknown send mode '{v}'", source=src,
                                   hint="valid: " + ", ".join(SEND_MODES))
         if name == "background":
-            _check_number(name, v, lo=0.0, hi=1.0)
+            if isinstance(v, str) and ":" in v:
+                from ccmod.netsys.background import make_background
+                make_background(v)          # a model spec: exp:..., file:...
+            else:
+                _check_number(name, v, lo=0.0, hi=1.0)
         if name == "eager_limit_bytes":
             _check_number(name, v, lo=0, integer=True)
         if name == "compute_scale":
@@ -213,7 +219,11 @@ def _metrics(r) -> dict:
     slow = msgs["slowdown"].to_numpy(float) if len(msgs) else np.zeros(0)
     slow = slow[np.isfinite(slow)]
     b = r.busiest_link()
+    bd = getattr(r, "bounds", None) or {}
     return {"nodes": int(r.network.get("nodes", 0)), "makespan_s": float(r.makespan_s),
+            "knee_pps": _knee_pps(r),
+            "bound_best_s": bd.get("best", math.nan), "bound_avg_s": bd.get("avg", math.nan),
+            "bound_worst_s": bd.get("worst", math.nan),
             "messages": int(len(msgs)),
             "bytes": int(msgs["nbytes"].sum()) if len(msgs) else 0,
             "busiest_link": None if b is None else str(b["name"]),
@@ -222,6 +232,20 @@ def _metrics(r) -> dict:
             "comm_s": float((ranks["send_s"] + ranks["recv_s"]).sum()),
             "wait_s": float((ranks["wait_s"] + ranks["barrier_s"]).sum()),
             "error": None}
+
+
+def _knee_pps(r) -> float:
+    """Mean packets/s through the most loaded link (most bytes) over the makespan: the
+    article's knee capacity measure, one number per point (packet size from the network,
+    else 1500 bytes)."""
+    links = r.links
+    if links is None or not len(links) or not r.makespan_s > 0:
+        return math.nan
+    from ccmod.netsys.registry import NETWORKS
+    name = r.network.get("name", "")
+    cls = NETWORKS.get(name).factory if name in NETWORKS else None
+    packet = getattr(cls, "packet_size", None) or 1500
+    return float(links["bytes"].max()) / packet / float(r.makespan_s)
 
 
 def evaluate_point(workload, kwargs: dict) -> dict:

@@ -77,6 +77,16 @@ class _Grid(BuiltNetwork):
                     self.plus[d, i] = len(names)
                     names.append(f"d{d}+@{i}")
         self.link_names = names
+        # vertices: nodes 0..n-1, then router i = vertex n + i
+        self.vertex_names = [f"node{i}" for i in range(n)] + [f"router{i}" for i in range(n)]
+        ends = [(i, n + i) for i in range(n)]
+        for d, k in enumerate(dims):
+            for i in range(n):
+                if self.plus[d, i] >= 0:
+                    c = (i // self.strides[d]) % k
+                    j = i + (((c + 1) % k) - c) * self.strides[d]
+                    ends.append((n + i, n + j))
+        self.link_ends = np.asarray(ends, dtype=np.int64)
         self.capacity_Bps, self.latency_s = self.uniform_links(
             len(names), v["bandwidth"], v["latency"])
 

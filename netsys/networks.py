@@ -20,6 +20,8 @@ from ccmod.netsys.registry import NETWORKS
 from ccmod.netsys import topologies as _topologies  # noqa: F401
 from ccmod.netsys import meshes as _meshes  # noqa: F401
 from ccmod.netsys import topofile as _topofile  # noqa: F401
+from ccmod.netsys import fattree as _fattree  # noqa: F401
+from ccmod.netsys import dragonfly as _dragonfly  # noqa: F401
 
 SRC = "--network"
 
@@ -76,11 +78,15 @@ def make_network(spec: str, nodes_needed: int | None,
 
 
 def load_cost(cost: str | os.PathLike | CostModel) -> CostModel:
-    """Resolve a ``--cost`` value: a CostModel, ``"physical"`` or a JSON model file."""
+    """Resolve a ``--cost`` value: a CostModel, ``"physical"``, ``"loggp:L=..,o=..,g=..,G=.."``
+    or a JSON model file."""
     if isinstance(cost, CostModel):
         return cost
     if str(cost) == "physical":
         return PhysicalCost()
+    from ccmod.netsys.cost_loggp import is_loggp_spec, parse_loggp
+    if is_loggp_spec(cost):
+        return parse_loggp(str(cost))
     return PiecewiseLinearCost.load(cost)
 
 

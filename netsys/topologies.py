@@ -56,6 +56,9 @@ class BuiltNetwork(Network):
         self._check_values()
         self.build()
         self._check_arrays()
+        # unreachable nodes, routes through missing links, bad capacities: fail now, in one line
+        from ccmod.netsys.validate import check_network
+        check_network(self)
         # Network.__init__ calls default_cost(), which may depend on the built arrays
         super().__init__(**self.values)
 
@@ -95,8 +98,8 @@ class BuiltNetwork(Network):
 
     def _check_values(self) -> None:
         for key, v in self.values.items():
-            if v is None:
-                continue
+            if v is None or isinstance(v, str):
+                continue   # lists (e.g. fattree's level_bandwidth) are checked by their network
             if "bandwidth" in key and not (math.isfinite(v) and 1.0 <= v <= 1e18):
                 self.fail(f"parameter '{key}={v}' of network '{self.name}' must be between "
                           "1 and 1e18 (bytes/s)")
@@ -148,6 +151,8 @@ class Star(BuiltNetwork):
         n = self.size_nodes()
         self.nnodes = n
         self.link_names = [f"node{i}" for i in range(n)]
+        self.vertex_names = [f"node{i}" for i in range(n)] + ["switch"]
+        self.link_ends = np.stack([np.arange(n), np.full(n, n)], 1)
         self.capacity_Bps, self.latency_s = self.uniform_links(
             n, self.values["bandwidth"], self.values["latency"])
 
@@ -170,6 +175,7 @@ class Bus(BuiltNetwork):
     # (preamble 8 + header 14 + FCS 4 + inter-frame gap 12).
     packet_size = 1500
     header_bytes = 38
+    shared_medium = True   # one resource for both directions: routes are not paths
 
     def build(self) -> None:
         self.nnodes = self.size_nodes()
@@ -224,6 +230,11 @@ class FatTree2(BuiltNetwork):
         self.nnodes = h
         self.link_names = [f"host{i}" for i in range(h)] + [
             f"leaf{lf}-spine{s}" for lf in range(leaves) for s in range(spines)]
+        self.vertex_names = ([f"host{i}" for i in range(h)] + [f"leaf{lf}" for lf in range(leaves)]
+                             + [f"spine{s}" for s in range(spines)])
+        self.link_ends = np.array([(i, h + i // hpl) for i in range(h)] + [
+            (h + lf, h + leaves + s) for lf in range(leaves) for s in range(spines)],
+            dtype=np.int64).reshape(-1, 2)
         cap = np.empty((h + leaves * spines, 2))
         lat = np.empty_like(cap)
         cap[:h], lat[:h] = v["bandwidth"], v["latency"]
@@ -321,6 +332,14 @@ class Myrinet16(BuiltNetwork):
         self.link_names = ([f"node{i}" for i in range(self.NPROC)]
                            + [f"level{g}.{k}" for g in range(self.NPROC // self.LPERG)
                               for k in range(self.LPERG)])
+        # vertices: 16 nodes, 4 first-level switches (one per group), 4 second-level ones
+        ngr = self.NPROC // self.LPERG
+        self.vertex_names = ([f"node{i}" for i in range(self.NPROC)]
+                             + [f"s1.{g}" for g in range(ngr)] + [f"s2.{k}" for k in range(self.LPERG)])
+        self.link_ends = np.array(
+            [(i, self.NPROC + i // self.LPERG) for i in range(self.NPROC)]
+            + [(self.NPROC + g, self.NPROC + ngr + k) for g in range(ngr) for k in range(self.LPERG)],
+            dtype=np.int64)
         self.capacity_Bps, self.latency_s = self.uniform_links(
             self.NPROC + self.LEVEL_LINKS, self.values["bandwidth"], self.values["latency"])
 

@@ -1,0 +1,127 @@
+"""Self-checks every built network runs on construction, and the link table of a network.
+
+A network that knows its link endpoints (``vertex_names`` and ``link_ends``: vertex ids
+``(a, b)`` per link, direction 0 = a → b; vertex ids ``0..nnodes-1`` are the nodes) gets
+its routes checked hop by hop: each hop must leave the vertex the previous one reached,
+the first must leave the source node and the last reach the destination. Every network
+gets its resource ids and capacities checked. Large networks are checked on a
+deterministic sample of pairs (every node to and from node 0, plus strided pairs), so
+construction stays fast; :func:`check_routes` with ``pairs=`` checks any set.
+
+Errors are one line (:class:`ccmod.errors.CcmodInputError`) naming the network, the pair
+and what is wrong, e.g. an unreachable node or a route through a link that does not exist.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ccmod.errors import CcmodInputError
+
+#: most (src, dst) pairs checked when a network is built
+MAX_CHECKED_PAIRS = 4096
+
+
+def sample_pairs(nnodes: int, limit: int = MAX_CHECKED_PAIRS) -> np.ndarray:
+    """Deterministic (src, dst) pairs: all of them for small networks, else a sample."""
+    n = int(nnodes)
+    if n < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    if n * (n - 1) <= limit:
+        s, d = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+        keep = s != d
+        return np.stack([s[keep], d[keep]], 1).astype(np.int64)
+    # few distinct sources (a topology file searches once per source), many destinations
+    dst = np.unique(np.linspace(0, n - 1, min(n, limit // 4)).astype(np.int64))
+    src = np.unique(np.linspace(0, n - 1, 32).astype(np.int64))
+    out = [np.stack([np.zeros_like(dst), dst], 1), np.stack([src, np.zeros_like(src)], 1)]
+    for s in src[1:]:
+        d = dst[:: max(1, len(dst) // 32)]
+        out.append(np.stack([np.full_like(d, s), d], 1))
+    pairs = np.concatenate(out)
+    return pairs[pairs[:, 0] != pairs[:, 1]][:limit]
+
+
+def check_network(net, pairs=None) -> None:
+    """Check arrays and routes of ``net``; raise a one-line CcmodInputError on a defect."""
+    name = getattr(net, "name", "network")
+    nl = len(net.link_names)
+    cap = np.asarray(net.capacity_Bps, float)
+    if cap.shape != (nl, 2) or np.asarray(net.latency_s).shape != (nl, 2):
+        raise CcmodInputError(f"network '{name}' has {nl} links but capacity/latency arrays "
+                              f"of shape {cap.shape}", source="--network")
+    if not np.all(np.isfinite(cap)) or np.any(cap <= 0):
+        raise CcmodInputError(f"network '{name}' has a link with a capacity that is not a "
+                              "positive number", source="--network")
+    lat = np.asarray(net.latency_s, float)
+    if not np.all(np.isfinite(lat)) or np.any(lat < 0):
+        raise CcmodInputError(f"network '{name}' has a link with a negative latency",
+                              source="--network")
+    check_routes(net, sample_pairs(net.nnodes) if pairs is None else pairs)
+
+
+def check_routes(net, pairs) -> None:
+    """Follow each route of ``pairs`` hop by hop (see the module docstring)."""
+    name = getattr(net, "name", "network")
+    nl = len(net.link_names)
+    ends = getattr(net, "link_ends", None)
+    chain = ends is not None and not getattr(net, "shared_medium", False)
+    if chain:
+        ends = np.asarray(ends, dtype=np.int64).reshape(-1, 2)
+        if len(ends) != nl:
+            raise CcmodInputError(f"network '{name}' gives endpoints for {len(ends)} of its "
+                                  f"{nl} links", source="--network")
+    for s, d in np.asarray(pairs, dtype=np.int64).reshape(-1, 2):
+        s, d = int(s), int(d)
+        hops = net.route(s, d)
+        if not hops:
+            raise CcmodInputError(f"network '{name}': node {d} cannot be reached from node {s}",
+                                  source="--network")
+        at = s
+        for link, direction in hops:
+            if not (0 <= int(link) < nl) or int(direction) not in (0, 1):
+                raise CcmodInputError(f"network '{name}': the route {s}->{d} goes through "
+                                      f"link {link} direction {direction}, which does not "
+                                      f"exist ({nl} links, directions 0 and 1)",
+                                      source="--network")
+            if chain:
+                a, b = ends[int(link)]
+                frm, to = (a, b) if int(direction) == 0 else (b, a)
+                if frm != at:
+                    raise CcmodInputError(
+                        f"network '{name}': the route {s}->{d} uses link "
+                        f"{net.link_names[int(link)]} from {_vname(net, frm)} but the message is "
+                        f"at {_vname(net, at)} (no such link there)", source="--network")
+                at = to
+        if chain and at != d:
+            raise CcmodInputError(f"network '{name}': the route {s}->{d} ends at "
+                                  f"{_vname(net, at)}, not at node {d}", source="--network")
+
+
+def _vname(net, v: int) -> str:
+    names = getattr(net, "vertex_names", None)
+    return str(names[v]) if names is not None and 0 <= v < len(names) else f"vertex {v}"
+
+
+def link_table(net) -> pd.DataFrame:
+    """One row per (link, direction): ``resource``, ``link``, ``name``, ``direction``,
+    ``from``, ``to``, ``bandwidth_Bps``, ``latency_s``.
+
+    ``from``/``to`` are vertex names when the network knows its endpoints, else empty.
+    """
+    nl = len(net.link_names)
+    ends = getattr(net, "link_ends", None)
+    rows = []
+    for link in range(nl):
+        if ends is not None and len(ends) == nl:
+            a, b = (_vname(net, int(x)) for x in ends[link])
+        else:
+            a = b = ""
+        for d in (0, 1):
+            rows.append({"resource": 2 * link + d, "link": link, "name": net.link_names[link],
+                         "direction": "up" if d == 0 else "down",
+                         "from": a if d == 0 else b, "to": b if d == 0 else a,
+                         "bandwidth_Bps": float(net.capacity_Bps[link, d]),
+                         "latency_s": float(net.latency_s[link, d])})
+    return pd.DataFrame(rows, columns=["resource", "link", "name", "direction", "from", "to",
+                                       "bandwidth_Bps", "latency_s"])
