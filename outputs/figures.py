@@ -44,11 +44,11 @@ def time_unit(t_end: float) -> tuple[float, str]:
 
 
 def _legend(fig, codes):
-    """State legend above the axes (outside the data area, so it covers nothing)."""
+    """State legend below the axes (outside the data area, so it covers nothing)."""
     from matplotlib.patches import Patch
     fig.legend(handles=[Patch(facecolor=STATE_COLORS[c], edgecolor="#999999",
                               label=ALL_STATE_NAMES[c]) for c in codes],
-               loc="outside upper center", fontsize=7, ncols=len(codes), frameon=False)
+               loc="outside lower center", fontsize=7, ncols=len(codes), frameon=False)
 
 
 # ============================================================================ space-time
@@ -242,7 +242,7 @@ def rank_breakdown_figure(data, max_bars: int = 256):
     ax.set_xlabel("rank" if gsize == 1 else f"rank (mean over groups of {gsize})")
     ax.set_ylabel(f"time ({unit})")
     ax.set_title("Time per rank by state")
-    fig.legend(loc="outside upper center", fontsize=7, ncols=6, frameon=False)
+    fig.legend(loc="outside lower center", fontsize=7, ncols=6, frameon=False)
     return fig, {"rank_group": gsize, "source": src}
 
 
@@ -330,7 +330,7 @@ def knee_figure(series: list[KneeSeries]):
     ax2.set_xlim(left=0)
     ax1.set_xlabel(f"time ({unit})")
     ax1.set_ylabel("packets/s")
-    ax1.set_title(f"Throughput of ({series[0].link})", fontsize=9)
+    ax1.set_title(f"Throughput of {series[0].link}", fontsize=9)
     ax2.set_xlabel("contention (messages sharing the link)")
     ax2.set_ylabel("mean packets/s")
     ax2.set_title("Knee capacity (dotted: capacity left by the background)", fontsize=9)

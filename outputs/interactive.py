@@ -65,8 +65,9 @@ def space_time(result, ncols: int = 1200, max_rows: int = 128, max_lines: int = 
     # time of a pixel no recorded state covers is idle (as in the article's diagram)
     cov[:, STATE_IDLE, :] += np.maximum(gsize * 1.0 - covered, 0.0)
     img = _rgba(STATE_COLORS)[np.argmax(cov, axis=1)]            # (nrows, ncols, 4)
-    img32 = img.view(np.uint32).reshape(nrows, ncols)[::-1]      # bokeh: row 0 at bottom
-    ov_img = p.image_rgba(image=[np.ascontiguousarray(img32)], x=0, y=n, dw=t_end, dh=n)
+    # image row 0 sits at y = 0, which the flipped rank axis shows at the top: rank 0
+    img32 = np.ascontiguousarray(img.view(np.uint32).reshape(nrows, ncols))
+    ov_img = p.image_rgba(image=[img32], x=0, y=0, dw=t_end, dh=n)
     ts = m["t_start_s"].to_numpy()
     pick = even_sample(len(m), max_lines, ts)
     ov_src = ColumnDataSource({"x0": ts[pick], "x1": m["t_end_s"].to_numpy()[pick],
@@ -217,7 +218,8 @@ def link_heatmap(result, x_range, top: int = 30, ncols: int = 300):
 
 def rank_bars(result, x_range, nbins: int = 400, max_bars: int = 128):
     """Stacked per-rank time by state in the visible time window (follows the x range)."""
-    from bokeh.models import ColumnDataSource, CustomJS
+    from bokeh.models import (ColumnDataSource, CustomJS, CustomJSHover, HoverTool,
+                              LinearColorMapper)
     from bokeh.plotting import figure
     n = max(result.nranks, 1)
     t_end = max(float(result.makespan_s), 1e-12)
@@ -231,37 +233,48 @@ def rank_bars(result, x_range, nbins: int = 400, max_bars: int = 128):
                                          - grid.sum(axis=1), 0.0)
     grid /= np.maximum(counts, 1)[:, None, None]              # mean over a rank group
     names = list(ALL_STATE_NAMES)
-    data = {"rank": (np.arange(nrows) * gsize).astype(float)}
-    for c, nm in enumerate(names):
-        data[nm] = grid[:, c, :].sum(axis=1)
-    src = ColumnDataSource(data)
+    # one quad per (rank row, state), stacked: one renderer instead of six
+    whole = grid.sum(axis=2)                                    # (nrows, ncat)
+    top = np.cumsum(whole, axis=1)
+    x = np.repeat(np.arange(nrows) * gsize, ncat).astype(float)
+    half = 0.425 * gsize
+    src = ColumnDataSource({"left": x - half, "right": x + half,
+                            "bottom": (top - whole).reshape(-1), "top": top.reshape(-1),
+                            "secs": whole.reshape(-1),
+                            "state": np.tile(np.arange(ncat, dtype=np.int8), nrows),
+                            "rank": x})
     flat = np.ascontiguousarray(grid.astype(np.float64).reshape(-1))
-    p = figure(height=300, sizing_mode="stretch_width", tools="xpan,xwheel_zoom,reset,save",
+    cmap = LinearColorMapper(palette=list(STATE_COLORS), low=-0.5, high=ncat - 0.5)
+    p = figure(height=300, sizing_mode="stretch_width", tools="xpan,xwheel_zoom,reset",
                title="Time per rank by state (whole run; follows the zoom of the time axes)",
                x_axis_label="rank" if gsize == 1 else f"rank (mean over groups of {gsize})",
                y_axis_label="time (s)")
-    p.vbar_stack(names, x="rank", width=0.85 * gsize, source=src, color=list(STATE_COLORS),
-                 legend_label=names, line_width=0)
-    p.legend.orientation = "horizontal"
-    p.add_layout(p.legend[0], "above")
+    p.quad(left="left", right="right", bottom="bottom", top="top", source=src,
+           fill_color={"field": "state", "transform": cmap}, line_color=None)
+    state_name = CustomJSHover(args=dict(names=names), code="return names[value]")
+    p.add_tools(HoverTool(tooltips=[("rank", "@rank{0}"), ("state", "@state{custom}"),
+                                    ("time", "@secs{0.000000000} s")],
+                          formatters={"@state": state_name}))
     cb = CustomJS(args=dict(xr=x_range, src=src, grid=flat, nrows=nrows, ncat=ncat,
-                            nbins=nbins, t_end=t_end, names=names, title=p.title), code="""
+                            nbins=nbins, t_end=t_end, title=p.title), code="""
 const w = t_end / nbins, a = Math.max(xr.start, 0), b = Math.min(xr.end, t_end);
 const lo = Math.floor(a / w), hi = Math.min(Math.ceil(b / w), nbins);
-const d = src.data;
-for (let c = 0; c < ncat; c++) {
-  const col = new Float64Array(nrows);
-  for (let r = 0; r < nrows; r++) {
+const d = src.data, n = nrows * ncat;
+const bottom = new Float64Array(n), top = new Float64Array(n), secs = new Float64Array(n);
+for (let r = 0; r < nrows; r++) {
+  let acc = 0;
+  for (let c = 0; c < ncat; c++) {
     let s = 0;
     const base = (r * ncat + c) * nbins;
     for (let k = lo; k < hi; k++) {
       const k0 = Math.max(a, k * w), k1 = Math.min(b, (k + 1) * w);
       if (k1 > k0) s += grid[base + k] * (k1 - k0) / w;
     }
-    col[r] = s;
+    const i = r * ncat + c;
+    bottom[i] = acc; acc += s; top[i] = acc; secs[i] = s;
   }
-  d[names[c]] = col;
 }
+d.bottom = bottom; d.top = top; d.secs = secs;
 src.change.emit();
 title.text = "Time per rank by state in the visible window " + a.toPrecision(4) + " – " +
              b.toPrecision(4) + " s (follows the zoom of the time axes)";
@@ -303,7 +316,7 @@ def knee_plots(series, x_range):
 
 def comm_matrix(result, max_cells: int = 256):
     """Bytes from each rank (rows) to each rank (columns), log colour, hover."""
-    from bokeh.models import ColorBar, HoverTool, LogColorMapper
+    from bokeh.models import ColorBar, HoverTool, LogColorMapper, NumeralTickFormatter
     from bokeh.palettes import Viridis256
     from bokeh.plotting import figure
     n = max(result.nranks, 1)
@@ -322,9 +335,11 @@ def comm_matrix(result, max_cells: int = 256):
     p = figure(width=480, height=430, x_range=(0, n), y_range=(n, 0), tools="pan,wheel_zoom,reset,save",
                x_axis_label="destination rank", y_axis_label="source rank",
                title="Bytes sent" + ("" if gsize == 1 else f" (blocks of {gsize} ranks)"))
-    p.image(image=[img[::-1].copy()], x=0, y=n, dw=n, dh=n, color_mapper=cmap)
+    p.image(image=[np.ascontiguousarray(img)], x=0, y=0, dw=n, dh=n, color_mapper=cmap)
     p.add_tools(HoverTool(tooltips=[("bytes", "@image{0,0}")]))
-    p.add_layout(ColorBar(color_mapper=cmap, title="bytes", width=10), "right")
+    # plain numbers on the log colour bar (10,000 rather than 10^4)
+    p.add_layout(ColorBar(color_mapper=cmap, title="bytes", width=10,
+                          formatter=NumeralTickFormatter(format="0,0")), "right")
     return p
 
 

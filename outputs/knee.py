@@ -57,14 +57,14 @@ def knee_links(result, top: int = 1) -> list[int]:
         return []
     res = ld["resource"].to_numpy().astype(np.int64)
     dur = (ld["t_end_s"] - ld["t_start_s"]).to_numpy()
-    act = ld["active"].to_numpy()
+    act = ld["active"].to_numpy().astype(np.int64)
     shared = np.bincount(res, weights=dur * (act >= 2))
-    levels = {}
-    for r in np.unique(res[act >= 2]).tolist():
-        levels[r] = len(np.unique(act[res == r]))
-    cand = [r for r in levels if shared[r] > 0 and levels[r] >= 2]
-    cand.sort(key=lambda r: (-shared[r], r))
-    return cand[:top]
+    # distinct contention levels per resource: unique (resource, level) pairs
+    pairs = np.unique(res * (int(act.max()) + 1) + act)
+    levels = np.bincount(pairs // (int(act.max()) + 1), minlength=len(shared))
+    cand = np.nonzero((shared > 0) & (levels[:len(shared)] >= 2))[0]
+    cand = cand[np.lexsort((cand, -shared[cand]))]
+    return [int(r) for r in cand[:top]]
 
 
 def knee_verdict(s: "KneeSeries") -> str:
