@@ -16,6 +16,9 @@ from ccmod.engine import SEND_MODES, SHARINGS, Engine
 #: intra-node (same node) message cost: a memcpy-like latency and bandwidth
 INTRA_LATENCY_S = 5e-7
 INTRA_BANDWIDTH_BPS = 5e9
+#: default eager limit (bytes): MPI-like, SMPI's ``smpi/send-is-detached-thresh`` (65536);
+#: 0 gives the article's synchronous SCOM for every message
+DEFAULT_EAGER_LIMIT_BYTES = 65536
 
 
 def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_scale: float = 1.0,
@@ -51,7 +54,7 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 
 
 def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rendezvous",
-        eager_limit_bytes: int = 0, compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
+        eager_limit_bytes: int | None = None, compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
         background=0.0, mapping: str | None = None, fmt: str = "auto",
         collectives=None, intra_latency_s: float = INTRA_LATENCY_S,
         intra_bandwidth_Bps: float = INTRA_BANDWIDTH_BPS, sinks=(), out_dir=None,
@@ -67,8 +70,9 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     sharing : {"ccmod", "maxmin"}
         How active messages share links (article's bandwidth availability, or max-min fair).
     send_mode : {"rendezvous", "eager", "detached"}
-    eager_limit_bytes : int
-        With rendezvous, messages of at most this many bytes go eagerly (0 = none).
+    eager_limit_bytes : int, optional
+        With rendezvous, messages of at most this many bytes go eagerly (0 = none: the
+        article's synchronous SCOM). Default ``DEFAULT_EAGER_LIMIT_BYTES`` (64 KiB).
     compute_rate : float
         flop/s used to turn traced flops into seconds (formats that count flops).
     compute_scale : float
@@ -110,6 +114,9 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     if send_mode not in SEND_MODES:
         raise CcmodInputError(f"unknown send mode '{send_mode}'", source="--send-mode",
                               hint="valid: " + ", ".join(SEND_MODES))
+    eager_given = eager_limit_bytes is not None
+    if not eager_given:
+        eager_limit_bytes = DEFAULT_EAGER_LIMIT_BYTES if send_mode == "rendezvous" else 0
     if not (eager_limit_bytes >= 0):
         raise CcmodInputError(f"eager limit must be >= 0 bytes, got {eager_limit_bytes}",
                               source="--eager-limit")
@@ -118,7 +125,17 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                               source="--intra-latency/--intra-bandwidth")
     from ccmod.netsys.background import make_background
     bg = make_background(background)
+    from ccmod.workloads.units import parse_compute_rate
+    compute_rate = parse_compute_rate(compute_rate)
     w = load_workload(trace, fmt, compute_rate, compute_scale, collectives)
+    seen = int(w.meta.get("eager_bytes_observed", 0) or 0)
+    eager_note = None
+    if not eager_given and send_mode == "rendezvous" and seen > eager_limit_bytes:
+        # the traced run buffered larger blocking sends: its MPI's eager limit was larger
+        eager_note = (f"eager limit {seen} bytes: in the traced run blocking sends of up to "
+                      f"{seen} bytes returned before their receive was posted (the MPI "
+                      "buffered them); --eager-limit overrides")
+        eager_limit_bytes = seen
     t0 = time.perf_counter()
     node_of_rank = rank_to_node(mapping, w.nranks).astype(np.int64)
     nodes_needed = max(count_nodes(node_of_rank), 1)
@@ -136,10 +153,12 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                "trace": _trace_path(trace, w)}
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
     options["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
+    if eager_note:
+        options["notes"].append(eager_note)
     if getattr(net.cost, "monotone", True) is False:
         options["notes"].append("the cost model is not monotone in message size: a bigger "
                                 "message can be cheaper at a segment start")
-    if eager_limit_bytes and send_mode != "rendezvous":
+    if eager_given and eager_limit_bytes and send_mode != "rendezvous":
         options["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
     cap = net.capacity_Bps.reshape(-1)
@@ -163,6 +182,7 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     wall = time.perf_counter() - t0
     result = collect(eng, msgs, net, node_of_rank, makespan, wall, options)
     result.bounds = bounds_out
+    _trace_notes(w, result, compute_rate)
     if sink_objs:
         from ccmod.outputs.base import RunContext
         from ccmod.outputs.sinks import write_all
@@ -170,6 +190,22 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
             out_dir=Path(out_dir) if out_dir is not None else None, options=options,
             network=net, workload=w))
     return result
+
+
+def _trace_notes(w, result, compute_rate) -> None:
+    """Add what the summary must say about the trace (compute rate, nothing to predict)."""
+    from ccmod.trace_notes import (compute_info, compute_notes, holds_no_communication,
+                                   nothing_to_predict_note)
+    notes = result.options.setdefault("notes", [])
+    r = result.ranks
+    busiest = r.loc[r["finish_s"].idxmax()] if len(r) else None
+    comm = 0.0 if busiest is None else float(busiest["send_s"] + busiest["recv_s"]
+                                             + busiest["wait_s"] + busiest["barrier_s"])
+    comp = 0.0 if busiest is None else float(busiest["compute_s"])
+    notes.extend(compute_notes(w, compute_rate, comm, comp))
+    result.options["compute"] = compute_info(w, compute_rate)
+    if holds_no_communication(w):
+        result.options["nothing_to_predict"] = nothing_to_predict_note(w, result.makespan_s)
 
 
 def _mean_level(bg, net) -> float:

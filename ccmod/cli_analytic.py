@@ -181,7 +181,7 @@ def register(app: typer.Typer) -> None:
         network: str = NETWORK_OPT,
         sharing: str = typer.Option("ccmod", help="ccmod or maxmin (engine side)."),
         send_mode: str = SEND_MODE_OPT,
-        compute_rate: float = COMPUTE_RATE_OPT,
+        compute_rate: str = COMPUTE_RATE_OPT,
         cost: Optional[str] = COST_OPT,
         map_: Optional[str] = MAP_OPT,
         fmt: str = FORMAT_OPT,

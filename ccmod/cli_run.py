@@ -45,6 +45,8 @@ def print_summary(result, out=None) -> None:
     con.print(f"[bold]ccmod[/bold] {result.options.get('trace', '')} on {net['name']} "
               f"({plural(net['nodes'], 'node')}, {plural(net['links'], 'link')}), "
               f"sharing={result.sharing}, send-mode={mode}")
+    if s.get("nothing_to_predict"):
+        con.print(f"[bold]{s['nothing_to_predict']}[/bold]")
     con.print(f"makespan        {result.makespan_s:.9g} s")
     con.print(f"messages        {s['messages']:,} ({s['bytes']:,} bytes)")
     con.print(f"records         {s['records']:,} in {s['wall_s']:.3g} s "
@@ -85,8 +87,8 @@ def register(app: typer.Typer) -> None:
         network: str = NETWORK_OPT,
         sharing: str = SHARING_OPT,
         send_mode: str = SEND_MODE_OPT,
-        eager_limit: int = typer.Option(0, help="With rendezvous: messages up to this many bytes go eager (MPI-like, e.g. 65536)."),
-        compute_rate: float = COMPUTE_RATE_OPT,
+        eager_limit: Optional[int] = typer.Option(None, help="With rendezvous: messages up to this many bytes go eager (default 65536: MPI-like, SMPI's detached-send threshold); 0 = the article's synchronous SCOM for every message."),
+        compute_rate: str = COMPUTE_RATE_OPT,
         compute_scale: float = typer.Option(1.0, help="Multiply compute durations (0.5 = 2x faster CPU)."),
         cost: Optional[str] = COST_OPT,
         background: str = typer.Option("0", help="Background load: a constant fraction in [0,1), "

@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
                                                                "none, block:K, cyclic:K or FILE."),
         compute_scale: Optional[str] = typer.Option(None, help="Comma list of compute multipliers "
                                                               "(0.5 = 2x faster CPU)."),
-        compute_rate: float = COMPUTE_RATE_OPT,
+        compute_rate: str = COMPUTE_RATE_OPT,
         fmt: str = FORMAT_OPT,
         collective: Optional[List[str]] = typer.Option(
             None, help="Collective algorithms, e.g. allreduce=ring; repeat to sweep them."),

@@ -16,7 +16,18 @@ NETWORK_OPT = typer.Option("star", "--network", "-n",
                            help="NAME[:key=value,...]; see `ccmod networks`.")
 SHARING_OPT = typer.Option("ccmod", help="ccmod (article: bandwidth availability) or maxmin.")
 SEND_MODE_OPT = typer.Option("rendezvous", help="rendezvous, eager or detached.")
-COMPUTE_RATE_OPT = typer.Option(1e9, help="flop/s for traces that count flops.")
+
+
+def _compute_rate(value):
+    """typer callback: ``--compute-rate`` as a number or SimGrid's ``20kf`` / ``1Gf``."""
+    from ccmod.workloads.units import parse_compute_rate
+    return value if value is None else parse_compute_rate(value)
+
+
+COMPUTE_RATE_OPT = typer.Option("1e9", callback=_compute_rate,
+                                help="flop/s for traces that count flops (SimGrid TI): a "
+                                     "number or SimGrid's notation, e.g. 20kf (SMPI's "
+                                     "default host speed) or 1Gf.")
 COST_OPT = typer.Option(None, help="Quiet-cost model JSON (from `ccmod fit`) or 'physical'.")
 MAP_OPT = typer.Option(None, "--map", help="Rank->node map: block:K, cyclic:K or FILE.")
 FORMAT_OPT = typer.Option("auto", "--format", help="Trace format (see `ccmod formats`).")

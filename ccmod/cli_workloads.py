@@ -36,6 +36,15 @@ def print_info(path: str, d: dict, out=None) -> None:
     con.print(f"compute         {d['compute_s']:.6g} s in total; busiest rank "
               f"{d['compute_s_max_rank']:.6g} s (makespan lower bound "
               f"{d['duration_estimate_s']:.6g} s)")
+    if d.get("compute_rate_flops"):
+        from ccmod.workloads.units import format_rate
+        con.print(f"compute rate    {format_rate(d['compute_rate_flops'])} (the trace counts "
+                  "flops; --compute-rate; SMPI recorded them at its smpi/host-speed, "
+                  "default 20kf)")
+    if d.get("wait_ids") and d["wait_ids"] != "none":
+        con.print(f"wait ids        {d['wait_ids']} ('wait <src> <dst> <tag>' names "
+                  + ("actor PIDs = rank + 1, SimGrid 3.21-3.26)" if d["wait_ids"] == "pid"
+                     else "ranks)"))
     con.print(make_table(("op", "records"), ((k, f"{v:,}") for k, v in d["records_by_op"].items()),
                          title="records by op", justify=("left", "right")))
     if d["size_histogram"]:
@@ -60,7 +69,7 @@ def register(app: typer.Typer) -> None:
     def info_cmd(
         trace: Path = typer.Argument(..., help="Trace file, description file or folder."),
         fmt: str = typer.Option("auto", "--format", "-f", help="Trace format (see `ccmod formats`)."),
-        compute_rate: float = COMPUTE_RATE_OPT,
+        compute_rate: str = COMPUTE_RATE_OPT,
         collective: Optional[str] = COLLECTIVE_OPT,
         top: int = typer.Option(10, help="How many communicating pairs to list."),
         json_: bool = JSON_OPT,
@@ -81,7 +90,7 @@ def register(app: typer.Typer) -> None:
         dst: Path = typer.Argument(..., help="Output file (.ti/.txt, .parquet, .csv) or folder (per-rank TI)."),
         from_: str = typer.Option("auto", "--from", help="Input format (see `ccmod formats`)."),
         to: Optional[str] = typer.Option(None, "--to", help="Output format: ti, parquet or csv (default: from the extension)."),
-        compute_rate: float = typer.Option(1e9, help="flop/s: TI flops <-> seconds."),
+        compute_rate: str = COMPUTE_RATE_OPT,
         collective: Optional[str] = COLLECTIVE_OPT,
         json_: bool = JSON_OPT,
     ):

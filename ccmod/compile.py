@@ -113,11 +113,15 @@ def match_messages(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     send_rec, recv_rec = send_rec[order], recv_rec[order]
     rb = w.nbytes[recv_rec]
     sb = w.nbytes[send_rec]
-    bad = np.flatnonzero((rb >= 0) & (rb != sb))
+    # an MPI receive count is the buffer's capacity: a larger receive is legal (the message
+    # has the send's size); a smaller one is MPI's truncation error (MPI_ERR_TRUNCATE)
+    bad = np.flatnonzero((rb >= 0) & (rb < sb))
     if bad.size:
         k = int(bad[0])
-        raise _err(w, int(recv_rec[k]), f"recv of {int(rb[k])} bytes matches a send of "
-                                        f"{int(sb[k])} bytes", "sizes of matching send/recv must agree")
+        raise _err(w, int(recv_rec[k]), f"message truncated: recv buffer of {int(rb[k])} bytes "
+                                        f"matches a send of {int(sb[k])} bytes",
+                   "MPI reports MPI_ERR_TRUNCATE: a receive must be at least as large as its "
+                   "send (a larger receive is fine)")
     neg = np.flatnonzero(sb < 0)
     if neg.size:
         raise _err(w, int(send_rec[neg[0]]), "send has a negative size")

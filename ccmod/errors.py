@@ -58,4 +58,4 @@ class DeadlockError(CcmodError):
         more = f"; ... and {len(blocked) - 16} more" if len(blocked) > 16 else ""
         super().__init__(
             f"deadlock at t={t_s:.9g}s: every unfinished rank is blocked and nothing is in flight: "
-            f"{shown}{more} (check the trace for unmatched sends/recvs; if the application relied on MPI's eager buffering of small sends, try --eager-limit 65536 or --send-mode eager)")
+            f"{shown}{more} (check the trace for unmatched sends/recvs; if the application relied on MPI's eager buffering of sends, try a larger --eager-limit (default 65536 bytes) or --send-mode eager)")

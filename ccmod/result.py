@@ -161,6 +161,9 @@ class RunResult:
             "send_mode": self.send_mode,
             "eager_limit_bytes": int(self.options.get("eager_limit_bytes", 0) or 0),
             "notes": list(self.options.get("notes", [])),
+            "compute": dict(self.options.get("compute", {"unit": "seconds"})),
+            "nothing_to_predict": self.options.get("nothing_to_predict"),
+            "measured": self.options.get("measured"),
             "bytes": int(self.messages["nbytes"].sum()) if len(self.messages) else 0,
             "busiest_link": None if busiest is None else {
                 "name": str(busiest["name"]), "peak_active": int(busiest["peak_active"]),

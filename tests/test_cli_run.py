@@ -100,7 +100,7 @@ def test_networks_lists_names():
     ("0 send 1 ten\n1 recv 0\n", ["t.ti:1"]),
     ("0 send 1 10\n1 compute 5\n", ["t.ti:1", "unmatched send"]),
     ("0 compute 5\n1 recv 0 10\n", ["t.ti:2", "unmatched recv"]),
-    ("0 send 1 10\n1 recv 0 12\n", ["t.ti:2", "12"]),
+    ("0 send 1 12\n1 recv 0 10\n", ["t.ti:2", "truncated", "10"]),   # recv smaller than its send
 ])
 def test_bad_trace_one_line_exit_2(tmp_path, text, needles):
     p = write(tmp_path, text)

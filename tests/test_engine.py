@@ -102,7 +102,7 @@ def test_send_modes():
     b.compute(1, 1.0)
     b.recv(1, 0, n)
     w = b.build()
-    rv = run(w, STAR, send_mode="rendezvous")
+    rv = run(w, STAR, send_mode="rendezvous", eager_limit_bytes=0)
     assert rv.rank_finish_s[0] == pytest.approx(1.0 + tq)       # waits for the recv post
     ea = run(w, STAR, send_mode="eager")
     assert ea.rank_finish_s[0] == pytest.approx(tq)             # released on delivery
@@ -148,8 +148,11 @@ def test_head_to_head_blocking_sends_deadlock_only_in_rendezvous():
     b.send(1, 0, 10); b.recv(1, 0, 10)
     w = b.build()
     with pytest.raises(DeadlockError):
-        run(w, STAR)
+        run(w, STAR, eager_limit_bytes=0)
     assert run(w, STAR, send_mode="eager").makespan_s > 0
+    # the default 64 KiB eager limit (MPI-like) runs it too
+    assert run(w, STAR).options["eager_limit_bytes"] == 65536
+    assert run(w, STAR).makespan_s == run(w, STAR, send_mode="eager").makespan_s
 
 
 def test_unmatched_and_size_mismatch_are_input_errors():
@@ -157,10 +160,18 @@ def test_unmatched_and_size_mismatch_are_input_errors():
     b.send(0, 1, 10)
     with pytest.raises(CcmodInputError, match="unmatched send"):
         run(b.build(), STAR)
+    # a receive smaller than its send is MPI's truncation error ...
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 10); b.recv(1, 0, 9)
+    with pytest.raises(CcmodInputError, match="truncated: recv buffer of 9 bytes matches a "
+                                              "send of 10"):
+        run(b.build(), STAR)
+    # ... a larger one is legal (a receive count is the buffer's capacity): the message
+    # has the send's size
     b = WorkloadBuilder(2)
     b.send(0, 1, 10); b.recv(1, 0, 11)
-    with pytest.raises(CcmodInputError, match="recv of 11 bytes matches a send of 10"):
-        run(b.build(), STAR)
+    r = run(b.build(), STAR)
+    assert list(r.messages["nbytes"]) == [10]
     b = WorkloadBuilder(2)
     b.send(0, 5, 10)
     with pytest.raises(CcmodInputError, match="names rank 5"):
@@ -193,7 +204,7 @@ def test_myrinet16_article_check():
     b = WorkloadBuilder(16)
     b.send(0, 2, 1024); b.send(1, 2, 1024)
     b.irecv(2, 0, 0, 1024); b.irecv(2, 1, 1, 1024); b.waitall(2)
-    r = run(b.build(), "myrinet16")
+    r = run(b.build(), "myrinet16", eager_limit_bytes=0)   # the article's synchronous SCOM
     assert r.messages.quiet_s.tolist() == pytest.approx([48.9e-6] * 2)
     assert r.messages.t_end_s.tolist() == pytest.approx([97.8e-6] * 2)
 
@@ -267,11 +278,12 @@ def test_link_summary_does_not_depend_on_recording():
 def test_zero_byte_messages_follow_rendezvous_too():
     b = WorkloadBuilder(2)
     b.send(0, 1, 0); b.compute(1, 1.0); b.recv(1, 0, 0)
-    assert run(b.build(), STAR).rank_finish_s[0] == pytest.approx(1.0 + 2 * LAT)
+    assert run(b.build(), STAR, eager_limit_bytes=0).rank_finish_s[0] == \
+        pytest.approx(1.0 + 2 * LAT)
     b = WorkloadBuilder(2)
     b.send(0, 1, 0); b.recv(0, 1, 0); b.send(1, 0, 0); b.recv(1, 0, 0)
     with pytest.raises(DeadlockError):
-        run(b.build(), STAR)
+        run(b.build(), STAR, eager_limit_bytes=0)
 
 
 @pytest.mark.parametrize("c0", [2e-6 - 2e-13, 2e-6, 2e-6 + 2e-13])

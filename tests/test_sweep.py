@@ -141,7 +141,8 @@ def test_network_too_small_is_reported_and_others_run():
 def test_deadlocking_point_is_reported(tmp_path):
     p = tmp_path / "h2h.ti"
     p.write_text(HEAD_TO_HEAD)
-    df = sweep(p, {"send_mode": ["rendezvous", "eager"]})
+    # eager_limit_bytes=0: pure rendezvous (the default 64 KiB limit would not deadlock)
+    df = sweep(p, {"send_mode": ["rendezvous", "eager"]}, eager_limit_bytes=0)
     assert "deadlock" in df.loc[0, "error"]
     assert pd.isna(df.loc[1, "error"])
     assert df.loc[1, "makespan_s"] == run(p, "star", send_mode="eager").makespan_s
@@ -222,8 +223,8 @@ def test_process_pool_gives_the_same_table(tmp_path, traces_dir):
     p = tmp_path / "h2h.ti"
     p.write_text(HEAD_TO_HEAD)
     grid = {"send_mode": ["rendezvous", "eager"], "sharing": ["ccmod", "maxmin"]}
-    one = sweep(p, grid, networks=["star", "bus"])
-    two = sweep(p, grid, networks=["star", "bus"], jobs=2)
+    one = sweep(p, grid, networks=["star", "bus"], eager_limit_bytes=0)
+    two = sweep(p, grid, networks=["star", "bus"], jobs=2, eager_limit_bytes=0)
     pd.testing.assert_frame_equal(no_wall(one), no_wall(two))
     assert one["error"].notna().sum() == 4  # the rendezvous points deadlock
     one = sweep(traces_dir / "stencil16.ti", GRID, networks=NETS)

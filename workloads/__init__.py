@@ -106,8 +106,9 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
         Trace file (or folder / description file, depending on the format).
     fmt : str
         Reader name (see :func:`list_formats`) or ``"auto"`` to sniff it.
-    compute_rate : float
-        flop/s, for formats that count flops (SimGrid TI).
+    compute_rate : float or str
+        flop/s, for formats that count flops (SimGrid TI): a number or SimGrid's notation
+        (``"20kf"``, ``"1Gf"``).
     compute_scale : float
         Multiplies every compute duration (e.g. 0.5 = a CPU twice as fast).
     collectives : dict or str, optional
@@ -123,10 +124,9 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
         naming the file and line).
     """
     p = _check_path(path)
-    if not (isinstance(compute_rate, (int, float)) and math.isfinite(compute_rate)
-            and compute_rate > 0):
-        raise CcmodInputError(f"compute rate must be a positive number, got {compute_rate!r}",
-                              source="--compute-rate")
+    from ccmod.workloads.units import parse_compute_rate
+    compute_rate = parse_compute_rate(compute_rate)   # also SimGrid's '20kf', '1Gf'
+
     if not (isinstance(compute_scale, (int, float)) and math.isfinite(compute_scale)
             and compute_scale >= 0):
         raise CcmodInputError(f"compute scale must be a number >= 0, got {compute_scale!r}",

@@ -75,6 +75,9 @@ def info(workload: Workload, top: int = 10) -> dict:
         "duration_estimate_s": float(per_rank.max()) if per_rank.size else 0.0,
         "action_counts": dict(w.meta.get("action_counts", {})),
         "notes": list(w.meta.get("notes", [])),
+        "compute_rate_flops": (float(w.meta["compute_rate"])
+                               if w.meta.get("compute_unit") == "flops" else None),
+        "wait_ids": w.meta.get("wait_ids"),
     }
 
 

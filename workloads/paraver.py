@@ -398,9 +398,15 @@ def _attach(calls, crecs, grecs, asm):
             asm.count("messages_outside_mpi_calls")
         return c
 
+    buffered = 0
     for idx, (rs, lsend, rr, lrecv, precv, size, tag, ln) in enumerate(crecs):
-        call_at(rs, lsend, "MPI_Send").items.append((lsend, "s", rr, size, tag, idx, ln))
+        sc = call_at(rs, lsend, "MPI_Send")
+        sc.items.append((lsend, "s", rr, size, tag, idx, ln))
         rc = call_at(rr, lrecv, "MPI_Recv")
+        # a blocking send that returned before its receive was posted: the MPI library
+        # buffered it (eager protocol); the largest such size bounds its eager limit
+        if sc.name in ("MPI_Send", "MPI_Bsend") and sc.t1 < rc.t0 and size > buffered:
+            buffered = size
         rc.items.append((lrecv, "r", rs, size, tag, idx, ln))
         name = rc.name[4:].lower()
         if name in _IRECV:
@@ -418,6 +424,8 @@ def _attach(calls, crecs, grecs, asm):
     if any(extra.values()):
         asm.note("messages outside any MPI call event were attributed to blocking "
                  "send/recv at their logical time (messages_outside_mpi_calls)")
+    if buffered:
+        asm.meta["eager_bytes_observed"] = int(buffered)
     return waited
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ccmod.errors import CcmodInputError
 from ccmod.workloads.registry import READERS
-from ccmod.workloads.ti_parse import VALID_ACTIONS, TIParser, looks_untagged
+from ccmod.workloads.ti_parse import VALID_ACTIONS, WAIT_IDS, TIParser, looks_untagged
 
 _ACTIONS = frozenset(VALID_ACTIONS)
 _HEAD_BYTES = 1 << 16
@@ -153,7 +153,7 @@ class TIReader:
 
     def read(self, path, *, compute_rate: float = 1e9, compute_scale: float = 1.0,
              collectives: dict | None = None, syntax: str = "auto",
-             elem_bytes: int | None = None, **unknown):
+             elem_bytes: int | None = None, wait_ids: str = "auto", **unknown):
         """Read a TI trace into a :class:`~workloads.base.Workload`.
 
         Parameters
@@ -173,10 +173,16 @@ class TIReader:
         elem_bytes : int, optional
             Element size for counts without a datatype (default: 8 bytes after
             ``init <x>``, 1 byte after a bare ``init``, as SimGrid).
+        wait_ids : {"auto", "rank", "pid"}
+            How ``wait <src> <dst> <tag>`` names processes: ranks, or actor PIDs
+            (rank + 1) as SimGrid 3.21-3.26 wrote them; ``auto`` detects it.
         """
         if unknown:
             raise CcmodInputError(f"unknown option(s) for format 'ti': {', '.join(unknown)}",
-                                  hint="valid: syntax, elem_bytes")
+                                  hint="valid: syntax, elem_bytes, wait_ids")
+        if wait_ids not in WAIT_IDS:
+            raise CcmodInputError(f"bad wait_ids '{wait_ids}'", source="wait_ids",
+                                  hint="valid: " + ", ".join(WAIT_IDS))
         if syntax not in _SYNTAXES:
             raise CcmodInputError(f"bad syntax '{syntax}'", source="syntax",
                                   hint="valid: " + ", ".join(_SYNTAXES))
@@ -189,7 +195,8 @@ class TIReader:
                 raise CcmodInputError("elem_bytes must be a positive integer",
                                       source="elem_bytes")
         opts = dict(compute_rate=compute_rate, compute_scale=compute_scale,
-                    collectives=collectives, syntax=syntax, elem_bytes=elem_bytes)
+                    collectives=collectives, syntax=syntax, elem_bytes=elem_bytes,
+                    wait_ids=wait_ids)
         path = Path(path)
         if path.is_dir():
             files = folder_files(path)
@@ -245,7 +252,7 @@ class TIReader:
 
 def _parser_opts(opts: dict) -> dict:
     return {k: opts[k] for k in ("compute_rate", "compute_scale", "collectives", "syntax",
-                                 "elem_bytes")}
+                                 "elem_bytes", "wait_ids")}
 
 
 READERS.add("ti", TIReader, TIReader.description)

@@ -111,10 +111,24 @@ def integer(tok: str, what: str) -> int:
     return v
 
 
+#: ids of the datatypes SMPI "replays" (``Datatype::is_replayable()``: MPI_DOUBLE, INT, CHAR,
+#: SHORT, LONG, FLOAT, BYTE): only for these does SMPI's TI tracer write a count of elements;
+#: for every other datatype it writes ``count * size`` (bytes) and still the datatype id.
+REPLAYABLE_IDS = frozenset(range(7))
+_REPLAYABLE_TOKENS = frozenset(str(i) for i in REPLAYABLE_IDS)
+
+
 def dtype(tok: str) -> int:
-    """Element size in bytes of SimGrid datatype id ``tok``."""
+    """Bytes per unit of a count written with SimGrid datatype id ``tok``.
+
+    The element size for SMPI's replayable datatypes (ids 0..6); 1 for every other
+    known id, because SMPI then wrote the count already in bytes (see
+    ``REPLAYABLE_IDS`` and docs/readers.md).
+    """
     try:
-        return DTYPE_BYTES[int(tok)]
+        i = int(tok)
+        size = DTYPE_BYTES[i]
+        return size if i in REPLAYABLE_IDS else 1
     except (ValueError, KeyError):
         raise ArgError(f"unknown datatype id '{tok}'",
                        "SimGrid ids: 0=double 1=int 2=char 3=short 4=long 5=float 6=byte "
@@ -132,7 +146,8 @@ def _counts(parts, start, n, what):
     return [count(t, what) for t in toks]
 
 
-def parse(name: str, parts: list[str], n: int, elem: int) -> tuple[dict, float]:
+def parse(name: str, parts: list[str], n: int, elem: int,
+          in_bytes: list | None = None) -> tuple[dict, float]:
     """Parse collective ``name`` (canonical) from ``parts`` (full split line).
 
     Returns
@@ -148,34 +163,42 @@ def parse(name: str, parts: list[str], n: int, elem: int) -> tuple[dict, float]:
         A mandatory argument is missing.
     ArgError
         An argument is not a valid number / datatype.
+
+    ``in_bytes``, when given, collects the datatype ids of this line whose counts SMPI
+    wrote in bytes (not replayable).
     """
+    def _dt(tok):
+        if in_bytes is not None and tok not in _REPLAYABLE_TOKENS:
+            in_bytes.append(tok)
+        return dtype(tok)
+
     a = parts
     if name == "bcast":
         size = count(a[2], "count")
         root = integer(a[3], "root") if len(a) > 3 else 0
-        d = dtype(a[4]) if len(a) > 4 else elem
+        d = _dt(a[4]) if len(a) > 4 else elem
         return {"nbytes": _b(size, d), "root": root}, 0.0
     if name == "reduce":
         size = count(a[2], "count")
         comp = count(a[3], "comp_flops")
         root = integer(a[4], "root") if len(a) > 4 else 0
-        d = dtype(a[5]) if len(a) > 5 else elem
+        d = _dt(a[5]) if len(a) > 5 else elem
         return {"nbytes": _b(size, d), "root": root}, comp
     if name == "allreduce":
         size = count(a[2], "count")
         comp = count(a[3], "comp_flops")
-        d = dtype(a[4]) if len(a) > 4 else elem
+        d = _dt(a[4]) if len(a) > 4 else elem
         return {"nbytes": _b(size, d)}, comp
     if name in ("alltoall", "allgather"):
         s, r = count(a[2], "send_count"), count(a[3], "recv_count")
-        d1 = dtype(a[4]) if len(a) > 4 else elem
-        d2 = dtype(a[5]) if len(a) > 5 else elem
+        d1 = _dt(a[4]) if len(a) > 4 else elem
+        d2 = _dt(a[5]) if len(a) > 5 else elem
         return {"nbytes": _b(s, d1), "recv_nbytes": _b(r, d2)}, 0.0
     if name in ("gather", "scatter"):
         s, r = count(a[2], "send_count"), count(a[3], "recv_count")
         root = integer(a[4], "root") if len(a) > 4 else 0
-        d1 = dtype(a[5]) if len(a) > 5 else elem
-        d2 = dtype(a[6]) if len(a) > 6 else elem
+        d1 = _dt(a[5]) if len(a) > 5 else elem
+        d2 = _dt(a[6]) if len(a) > 6 else elem
         # gather: nbytes = what each rank contributes; scatter: what each rank receives
         nb = _b(s, d1) if name == "gather" else _b(r, d2)
         return {"nbytes": nb, "recv_nbytes": _b(r, d2), "root": root}, 0.0
@@ -190,8 +213,8 @@ def parse(name: str, parts: list[str], n: int, elem: int) -> tuple[dict, float]:
         # N trailing numbers are displacements: 2014 traces write them right after the
         # counts, current SimGrid writes '<dtype> <displs x N>'; they do not change sizes
         dts = extra[:-n] if len(extra) >= n else extra
-        d1 = dtype(dts[0]) if dts else elem
-        d2 = dtype(dts[1]) if len(dts) > 1 else d1 if name == "allgatherv" else elem
+        d1 = _dt(dts[0]) if dts else elem
+        d2 = _dt(dts[1]) if len(dts) > 1 else d1 if name == "allgatherv" else elem
         return {"nbytes": _b(s, d1), "recv_counts": [_b(c, d2) for c in rc],
                 "root": root}, 0.0
     if name == "scatterv":
@@ -199,8 +222,8 @@ def parse(name: str, parts: list[str], n: int, elem: int) -> tuple[dict, float]:
         r = count(a[2 + n], "recv_count")
         k = 3 + n
         root = integer(a[k], "root") if len(a) > k else 0
-        d1 = dtype(a[k + 1]) if len(a) > k + 1 else elem
-        d2 = dtype(a[k + 2]) if len(a) > k + 2 else elem
+        d1 = _dt(a[k + 1]) if len(a) > k + 1 else elem
+        d2 = _dt(a[k + 2]) if len(a) > k + 2 else elem
         return {"send_counts": [_b(c, d1) for c in sc], "nbytes": _b(r, d2),
                 "recv_nbytes": _b(r, d2), "root": root}, 0.0
     if name == "alltoallv":
@@ -209,14 +232,14 @@ def parse(name: str, parts: list[str], n: int, elem: int) -> tuple[dict, float]:
         count(a[3 + n], "recv_buf")
         rc = _counts(a, 4 + n, n, "recv_counts")
         k = 4 + 2 * n
-        d1 = dtype(a[k]) if len(a) > k else elem
-        d2 = dtype(a[k + 1]) if len(a) > k + 1 else elem
+        d1 = _dt(a[k]) if len(a) > k else elem
+        d2 = _dt(a[k + 1]) if len(a) > k + 1 else elem
         return {"send_counts": [_b(c, d1) for c in sc],
                 "recv_counts": [_b(c, d2) for c in rc]}, 0.0
     if name == "reducescatter":
         rc = _counts(a, 2, n, "recv_counts")
         comp = count(a[2 + n], "comp_flops")
-        d = dtype(a[3 + n]) if len(a) > 3 + n else elem
+        d = _dt(a[3 + n]) if len(a) > 3 + n else elem
         return {"recv_counts": [_b(c, d) for c in rc]}, comp
     raise ArgError(f"unknown collective '{name}'")  # pragma: no cover - aliases checked
 

@@ -74,6 +74,7 @@ def read_replay_multiple(reader, desc: Path, lines, opts: dict) -> Workload:
     out = _concat(pieces)
     out.meta.update({"format": "ti", "layout": "replay_multiple", "source": str(desc),
                      "instances": instances, "compute_rate": opts["compute_rate"],
+                     "compute_unit": "flops",
                      "compute_scale": opts["compute_scale"],
                      "notes": [f"{len(instances)} instances placed side by side; barriers "
                                "decomposed inside each instance"]})

@@ -16,8 +16,8 @@ import numpy as np
 from ccmod.errors import CcmodInputError
 from ccmod.workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                             OP_SEND, OP_WAIT, OP_WAITALL, WorkloadBuilder)
-from ccmod.workloads.ti_colls import (COLL_ALIASES, COLL_USAGE, KIND, ArgError, count, dtype,
-                                get_expand, integer, parse as parse_coll)
+from ccmod.workloads.ti_colls import (COLL_ALIASES, COLL_USAGE, KIND, REPLAYABLE_IDS, ArgError,
+                                      count, dtype, get_expand, integer, parse as parse_coll)
 
 _BIG = 9.0e18
 #: largest element count accepted (x 32-byte elements stays inside int64)
@@ -52,6 +52,15 @@ VALID_ACTIONS = sorted(set(P2P_USAGE) | set(COLL_ALIASES) | set(_SEND) | set(_RE
 #: substrings that only old (untagged, <= 2016) SimGrid traces contain
 OLD_MARKERS = (" Isend ", " Irecv ", " waitAll", " allReduce ", " allToAll ", " allToAllV ",
                " allGatherV ", " reduceScatter ")
+
+
+_REPLAYABLE_TOKENS = frozenset(str(i) for i in REPLAYABLE_IDS)
+#: how ``wait <src> <dst> <tag>`` names processes: ``auto`` decides from the trace
+WAIT_IDS = ("auto", "rank", "pid")
+_WAIT_IDS_TEXT = {
+    "rank": "ranks (current SimGrid)",
+    "pid": "actor PIDs = rank + 1 (SimGrid 3.21 to 3.26)",
+}
 
 
 def looks_untagged(text: str) -> bool:
@@ -92,10 +101,16 @@ class TIParser:
         (``<dst> <tag> <count>``) or old (``<dst> <count> <dtype>``).
     elem_bytes : int or None
         Force the default element size (else 8 after ``init <x>``, 1 after ``init``).
+    wait_ids : {"auto", "rank", "pid"}
+        How ``wait <src> <dst> <tag>`` names the processes: ranks (current SimGrid) or
+        SimGrid actor PIDs, rank + 1 (SimGrid 3.21 to 3.26 wrote ``Request::src()`` /
+        ``dst()``, which held PIDs). ``auto`` decides from the first wait that only one
+        reading fits (the waiting rank must be one of the two ends, PIDs are 1..N), or
+        that only one reading matches an outstanding request.
     """
 
     def __init__(self, nranks=None, compute_rate=1e9, compute_scale=1.0, collectives=None,
-                 syntax="auto", elem_bytes=None):
+                 syntax="auto", elem_bytes=None, wait_ids="auto"):
         self.b = WorkloadBuilder(nranks)
         self.nranks = nranks
         self.inv_rate = float(compute_scale) / float(compute_rate)
@@ -112,6 +127,10 @@ class TIParser:
         self.notes: list[str] = []
         self.implicit_waitall = 0
         self.ignored_waits = 0
+        self.wait_ids = None if wait_ids == "auto" else wait_ids
+        self.wait_ids_how = "given" if self.wait_ids else None
+        self.ambiguous_waits = 0
+        self.in_bytes: list = []     # datatype ids whose counts SMPI wrote in bytes
 
     # ------------------------------------------------------------------ helpers
     def _state(self, r: int) -> _Rank:
@@ -284,7 +303,12 @@ class TIParser:
                         v = float(cnt)
                         if not 0.0 <= v < _MAXCOUNT:
                             raise ValueError
-                        elem = st.elem if dt is None else dtype(dt)
+                        if dt is None:
+                            elem = st.elem
+                        else:
+                            elem = dtype(dt)
+                            if dt not in _REPLAYABLE_TOKENS:
+                                self.in_bytes.append(dt)
                         nb = int(v * elem + 0.5)
                     if op == OP_SEND or op == OP_RECV:
                         req = -1
@@ -304,7 +328,7 @@ class TIParser:
                     continue
                 if act == "wait":
                     st = states.get(r) or state(r)
-                    req = self._wait(st, parts, r)
+                    req = self._wait(st, parts, r, fname, ln)
                     if req >= 0:
                         A_r(r); A_op(OP_WAIT); A_peer(-1); A_tag(0); A_nb(0)
                         A_dur(0.0); A_req(req); A_ln(ln); A_fid(fid)
@@ -328,7 +352,32 @@ class TIParser:
         except OverflowError:
             raise self._error(ValueError(), parts, fname, ln) from None
 
-    def _wait(self, st: _Rank, parts, r) -> int:
+    def _wait_key(self, st: _Rank, parts, r, fname, ln) -> tuple:
+        """(src rank, dst rank, tag) named by ``wait``/``test`` fields, ranks or PIDs."""
+        a, b, tag = self._peer(parts[2]), self._peer(parts[3]), self._tag(parts[4])
+        mode = self.wait_ids
+        if mode is None:
+            n = self.nranks
+            rank_ok = r in (a, b) and (n is None or max(a, b) < n)
+            pid_ok = r + 1 in (a, b) and min(a, b) >= 1 and (n is None or max(a, b) <= n)
+            if rank_ok != pid_ok:
+                mode = "rank" if rank_ok else "pid"
+                self.wait_ids, self.wait_ids_how = mode, f"{fname}:{ln}"
+            elif rank_ok:
+                # both readings fit the fields: the outstanding requests decide
+                m_rank = any(q in st.outst for q in st.bykey.get((a, b, tag), ()))
+                m_pid = any(q in st.outst for q in st.bykey.get((a - 1, b - 1, tag), ()))
+                if m_rank != m_pid:
+                    mode = "rank" if m_rank else "pid"
+                    self.wait_ids, self.wait_ids_how = mode, f"{fname}:{ln}"
+                else:
+                    self.ambiguous_waits += 1
+                    mode = "rank"
+            else:
+                mode = "rank"   # fits neither: reported as unmatched below
+        return (a - 1, b - 1, tag) if mode == "pid" else (a, b, tag)
+
+    def _wait(self, st: _Rank, parts, r, fname="", ln=0) -> int:
         """Return the request id a ``wait`` line completes (-1: ignore the line)."""
         if len(parts) == 2:
             # Old SimGrid (2013-2014 replay): ``wait`` pops the most recently posted irecv of the
@@ -341,7 +390,7 @@ class TIParser:
             raise ArgError("'wait' without arguments but no outstanding irecv",
                            "old-syntax wait completes the latest irecv; use "
                            "'wait <src> <dst> <tag>' for an isend")
-        key = (self._peer(parts[2]), self._peer(parts[3]), self._tag(parts[4]))
+        key = self._wait_key(st, parts, r, fname, ln)
         lst = st.bykey.get(key)
         while lst:
             req = lst.pop(0)
@@ -352,9 +401,16 @@ class TIParser:
             # SimGrid: a request completed by a successful test leaves nothing to wait
             self.ignored_waits += 1
             return -1
-        raise ArgError(f"unmatched wait: no outstanding isend/irecv with src={key[0]} "
-                       f"dst={key[1]} tag={key[2]} on rank {r}",
-                       "every wait needs an earlier isend/irecv of the same rank")
+        shown = (f"src={key[0] + 1} dst={key[1] + 1} (PIDs, i.e. ranks {key[0]} and "
+                 f"{key[1]})" if self.wait_ids == "pid" else f"src={key[0]} dst={key[1]}")
+        how = self.wait_ids_how
+        why = ("" if how is None else
+               f"; this trace's waits were read as {_WAIT_IDS_TEXT[self.wait_ids]}"
+               + ("" if how == "given" else f" (decided at {how})"))
+        raise ArgError(f"unmatched wait: no outstanding isend/irecv with {shown} "
+                       f"tag={key[2]} on rank {r}",
+                       "every wait needs an earlier isend/irecv of the same rank" + why
+                       + "; the reader option wait_ids=rank|pid forces a reading")
 
     def _other(self, act, r, parts, lines, fname, fid, ln):
         """Rare actions: collectives, test, sleep, init and the ignored ones."""
@@ -365,8 +421,7 @@ class TIParser:
             return
         if act == "test":
             if len(parts) >= 5:
-                st.tested.add((self._peer(parts[2]), self._peer(parts[3]),
-                               self._tag(parts[4])))
+                st.tested.add(self._wait_key(st, parts, r, fname, ln))
             return
         if act == "amrequest":
             # ccmod extension: blocking active-message request/reply (handlers interrupt
@@ -404,7 +459,7 @@ class TIParser:
         if name == "barrier":
             kw, comp = {}, 0.0
         else:
-            kw, comp = parse_coll(name, parts, n, st.elem)
+            kw, comp = parse_coll(name, parts, n, st.elem, self.in_bytes)
         if "root" in kw and kw["root"] >= n:
             raise ArgError(f"root {kw['root']} outside ranks 0..{n - 1}")
         kind = KIND.get(name, name)
@@ -449,11 +504,26 @@ class TIParser:
                                   source=f, line=ln, hint=f"the trace has {n} ranks")
         counts = {k: v for k, v in sorted(self.counts.items()) if v}
         w.meta.update({
-            "format": "ti", "compute_rate": self.compute_rate,
+            "format": "ti", "compute_rate": self.compute_rate, "compute_unit": "flops",
             "compute_scale": self.compute_scale, "action_counts": counts,
             "implicit_waitall": self.implicit_waitall, "ignored_waits": self.ignored_waits,
             "collectives": dict(self.collectives),
+            "wait_ids": self.wait_ids or "none",
+            "counts_in_bytes": len(self.in_bytes),
         })
+        if self.wait_ids is not None:
+            how = self.wait_ids_how
+            self.notes.append(
+                f"'wait <src> <dst> <tag>' read with {_WAIT_IDS_TEXT[self.wait_ids]}"
+                + (" (forced)" if how == "given" else f", decided at {how}")
+                + (f"; {self.ambiguous_waits} earlier wait(s) fitted both readings and were "
+                   "read as ranks" if self.ambiguous_waits and self.wait_ids == "pid" else ""))
+        if self.in_bytes:
+            ids = sorted(set(self.in_bytes), key=int)
+            self.notes.append(
+                f"{len(self.in_bytes)} count(s) with datatype id(s) {', '.join(ids)} read as "
+                "bytes: SMPI writes a count of elements only for the datatypes it replays "
+                "(ids 0-6: double, int, char, short, long, float, byte), else count x size")
         if self.implicit_waitall:
             self.notes.append(f"{self.implicit_waitall} rank(s) ended with outstanding "
                               "requests: an OP_WAITALL was appended (as SimGrid does)")

@@ -1,0 +1,82 @@
+"""What a run's summary must say about the trace itself (issue 12).
+
+* the compute rate assumed for traces that count flops (SimGrid TI), and a warning when
+  compute is implausibly small next to communication (an SMPI trace read at 1 Gf/s
+  although SMPI wrote its flops at ``smpi/host-speed``, 20 kf/s by default);
+* a trace with no communication: what it holds and that there is nothing to predict.
+
+Pure functions of the workload and the run's numbers; the API adds their sentences to
+the run's notes and the CLI prints them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ccmod.workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_NAMES, RECV_OPS,
+                                  SEND_OPS)
+from ccmod.workloads.units import SMPI_DEFAULT_HOST_SPEED, format_rate
+
+#: compute below this fraction of the predicted communication is called implausible
+IMPLAUSIBLE_COMPUTE_FRACTION = 1e-3
+
+
+def compute_info(w, compute_rate: float) -> dict:
+    """``{"unit": "flops"|"seconds", "rate_flops": ..., "flops": ...}`` for the summary."""
+    unit = w.meta.get("compute_unit", "seconds")
+    out = {"unit": unit}
+    if unit == "flops":
+        rate = float(w.meta.get("compute_rate", compute_rate))
+        scale = float(w.meta.get("compute_scale", 1.0)) or 1.0
+        comp = w.op == OP_COMPUTE
+        out["rate_flops"] = rate
+        out["flops"] = float(w.duration_s[comp].sum() * rate / scale)
+    return out
+
+
+def compute_notes(w, compute_rate: float, comm_s: float, compute_s_max: float) -> list[str]:
+    """Sentences about the compute rate: always the rate (flop traces), maybe a warning.
+
+    Parameters
+    ----------
+    comm_s : float
+        Predicted communication time of the busiest rank (send + recv + wait), seconds.
+    compute_s_max : float
+        Predicted compute time of the busiest rank, seconds.
+    """
+    info = compute_info(w, compute_rate)
+    if info["unit"] != "flops":
+        return []
+    rate = info["rate_flops"]
+    if not np.any(w.op == OP_COMPUTE):
+        return []
+    notes = [f"compute: {info['flops']:.4g} flops in the trace at {format_rate(rate)} "
+             "(--compute-rate; SMPI traces count flops at its smpi/host-speed, default "
+             f"{format_rate(SMPI_DEFAULT_HOST_SPEED)}: --compute-rate 20kf)"]
+    if info["flops"] > 0 and comm_s > 0 and \
+            compute_s_max < IMPLAUSIBLE_COMPUTE_FRACTION * comm_s:
+        notes.append(
+            f"compute looks implausibly small: {compute_s_max:.3g} s of compute next to "
+            f"{comm_s:.3g} s of communication on the busiest rank at {format_rate(rate)}; "
+            "if the trace was written by SMPI, give the host speed it was recorded at "
+            "(--compute-rate 20kf is SMPI's default)")
+    return notes
+
+
+def holds_no_communication(w) -> bool:
+    """True when no record communicates (no send/recv, barrier or active message)."""
+    comm = SEND_OPS + RECV_OPS + (OP_BARRIER, OP_AMREQUEST)
+    return not bool(np.isin(w.op, comm).any())
+
+
+def nothing_to_predict_note(w, makespan_s: float) -> str:
+    """The sentence said instead of a bare prediction when there is no communication."""
+    ops = np.bincount(w.op.astype(np.int64), minlength=len(OP_NAMES))
+    held = ", ".join(f"{int(ops[i]):,} {OP_NAMES[i]}" for i in range(len(OP_NAMES)) if ops[i])
+    held = held or "no records"
+    skipped = {k: v for k, v in w.meta.items()
+               if k in ("unsupported_collectives", "unmapped_messages",
+                        "nonblocking_collectives_skipped") and v}
+    extra = ("; skipped: " + ", ".join(f"{k}={v}" for k, v in skipped.items())) if skipped else ""
+    return (f"nothing to predict: the trace ({w.nranks} rank(s)) holds {held} and no "
+            f"point-to-point or collective communication{extra}; the makespan "
+            f"({makespan_s:.6g} s) is its compute alone")
