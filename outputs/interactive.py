@@ -76,9 +76,14 @@ def space_time(result, ncols: int = 1200, max_rows: int = 128, max_lines: int = 
     ov_lines = p.segment("x0", "y0", "x1", "y1", source=ov_src, color="black",
                          alpha=0.5 if len(pick) > 200 else 0.9, line_width=0.7)
     info["lines"] = int(len(pick))
-    # ---- full-detail level: every state interval and message (up to the file budget)
-    ks = even_sample(len(rk), DETAIL_STATES, a) if len(rk) > DETAIL_STATES else \
-        np.arange(len(rk))
+    # ---- full-detail level: every state interval and message of a time window (the
+    # whole run when it fits the file budget; else a window around the middle of the run,
+    # complete inside: sampling would leave holes that look like data)
+    w0, w1 = detail_window(a, b, ts, m["t_end_s"].to_numpy(), t_end, DETAIL_STATES,
+                           DETAIL_MESSAGES)
+    whole = w0 <= 0.0 and w1 >= t_end
+    ks = np.nonzero((b > w0) & (a < w1))[0]
+    km = np.nonzero((m["t_end_s"].to_numpy() > w0) & (ts < w1))[0]
     st_src = ColumnDataSource({"left": a[ks], "right": b[ks],
                                "bottom": rk[ks].astype(np.float32) + np.float32(0.05),
                                "top": rk[ks].astype(np.float32) + np.float32(0.95),
@@ -87,8 +92,6 @@ def space_time(result, ncols: int = 1200, max_rows: int = 128, max_lines: int = 
     det_states = p.quad(left="left", right="right", bottom="bottom", top="top",
                         source=st_src, fill_color={"field": "code", "transform": cmap},
                         line_color=None, visible=False)
-    km = even_sample(len(m), DETAIL_MESSAGES, ts) if len(m) > DETAIL_MESSAGES else \
-        np.arange(len(m))
     msg_src = ColumnDataSource({
         "x0": ts[km], "x1": m["t_end_s"].to_numpy()[km],
         "y0": m["src"].to_numpy()[km].astype(np.float32) + np.float32(0.5),
@@ -109,24 +112,33 @@ def space_time(result, ncols: int = 1200, max_rows: int = 128, max_lines: int = 
         ("state", "@code{custom}"), ("rank", "@bottom{0}"), ("from", "@left{0.000000000} s"),
         ("to", "@right{0.000000000} s")], formatters={"@code": state_name}))
     info["detail_states"], info["detail_messages"] = int(len(ks)), int(len(km))
+    info["detail_window_s"] = (w0, w1)
+    # switch when the visible window would hold about `visible_detail` intervals
     items = max(len(ks) + len(km), 1)
-    thr = t_end if items <= visible_detail else t_end * visible_detail / items
+    span = max(min(w1, t_end) - max(w0, 0.0), 1e-300)
+    thr = t_end if whole and items <= visible_detail else \
+        min(span, span * visible_detail / items)
     info["detail_span_s"] = thr
-    partial = ""
-    if len(ks) < len(rk) or len(km) < len(m):
-        partial = (f" (this file holds {len(ks):,} of {len(rk):,} state intervals and "
-                   f"{len(km):,} of {len(m):,} messages, evenly spaced in time)")
+    where = "" if whole else (
+        f" Full detail is kept for {max(w0, 0.0):.6g} s to {min(w1, t_end):.6g} s only "
+        f"({len(ks):,} of {len(rk):,} state intervals, {len(km):,} of {len(m):,} messages: "
+        "the whole run would exceed the file's size budget); elsewhere the view stays "
+        "aggregated.")
     agg_text = (f"Aggregated view: each pixel column shows the state that took most of its "
                 f"time{'' if gsize == 1 else f' in groups of {gsize} ranks'}; "
                 f"{len(pick):,} of {len(m):,} messages drawn. Zoom in to a window shorter "
-                f"than {thr:.3g} s for full detail.")
-    det_text = f"Full detail: every state interval and message{partial}; hover for numbers."
+                f"than {thr:.3g} s for full detail.{where}")
+    det_text = ("Full detail: every state interval and message in view; hover for numbers."
+                + ("" if whole else f" (Kept for {max(w0, 0.0):.6g} s to "
+                   f"{min(w1, t_end):.6g} s only.)"))
     status = Div(text=det_text if thr >= t_end else agg_text, name="st-status",
                  styles={"font-size": "0.85em", "color": "#444"})
-    cb = CustomJS(args=dict(xr=x_range, thr=thr, ov=[ov_img, ov_lines],
+    cb = CustomJS(args=dict(xr=x_range, thr=thr, w0=w0, w1=w1, ov=[ov_img, ov_lines],
                             det=[det_states, det_msgs], status=status, agg=agg_text,
                             det_text=det_text), code="""
-const detail = (xr.end - xr.start) <= thr * 1.0000001;
+const eps = 1e-9 * (w1 - w0);
+const detail = (xr.end - xr.start) <= thr * 1.0000001 &&
+               xr.start >= w0 - eps && xr.end <= w1 + eps;
 for (const r of ov) r.visible = !detail;
 for (const r of det) r.visible = detail;
 status.text = detail ? det_text : agg;
@@ -138,6 +150,33 @@ status.text = detail ? det_text : agg;
         det_states.visible = det_msgs.visible = True
     p.ygrid.grid_line_color = None
     return column(status, p, sizing_mode="stretch_width"), x_range, info
+
+
+def detail_window(a, b, ts, te, t_end: float, max_states: int, max_msgs: int):
+    """Time window whose every state interval and message fit the detail budget.
+
+    The whole run when it fits; else the widest window centred on the median state start
+    that holds at most ``max_states`` intervals and ``max_msgs`` messages (bisection on its
+    half-width; counts by binary search on sorted bounds).
+    """
+    if len(a) <= max_states and len(ts) <= max_msgs:
+        return 0.0, t_end
+    sa, sb = np.sort(a), np.sort(b)
+    sts, ste = np.sort(ts), np.sort(te)
+    mid = float(np.median(a)) if len(a) else float(np.median(ts))
+
+    def count(sl, sr, lo, hi):  # intervals with right > lo and left < hi
+        return int(np.searchsorted(sl, hi, "left") - np.searchsorted(sr, lo, "right"))
+
+    lo_w, hi_w = 0.0, t_end
+    for _ in range(60):
+        w = 0.5 * (lo_w + hi_w)
+        if count(sa, sb, mid - w, mid + w) <= max_states and \
+                count(sts, ste, mid - w, mid + w) <= max_msgs:
+            lo_w = w
+        else:
+            hi_w = w
+    return mid - lo_w, mid + lo_w
 
 
 def _legend_div(codes) -> str:
@@ -345,7 +384,7 @@ def comm_matrix(result, max_cells: int = 256):
 
 def slowdown_hist(result):
     """Histogram of message slowdown (log x when it spans more than 1.5×); also stats."""
-    from bokeh.models import ColumnDataSource, HoverTool, Span
+    from bokeh.models import ColumnDataSource, HoverTool, NumeralTickFormatter, Span
     from bokeh.plotting import figure
     sd = result.messages["slowdown"].to_numpy().astype(np.float64)
     sd = sd[np.isfinite(sd) & (sd > 0)]
@@ -355,6 +394,7 @@ def slowdown_hist(result):
                x_axis_type="log" if logx else "linear", y_axis_label="messages",
                x_axis_label="slowdown (actual / quiet-network transfer time)",
                title="Message slowdown")
+    p.xaxis.formatter = NumeralTickFormatter(format="0,0.[00]")   # plain numbers, also on log
     if len(sd):
         lo, hi = max(sd.min(), 1e-3), max(sd.max(), 1.0001)
         bins = np.geomspace(lo, hi * 1.0001, 40) if logx else np.linspace(lo, hi * 1.0001, 40)

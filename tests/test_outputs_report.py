@@ -168,3 +168,30 @@ def test_cli_report_and_sinks(tmp_path, capsys):
     assert "background level 1.5" in err and len(err.strip().splitlines()) == 1
     assert _cli(["report", str(tmp_path / "missing")]) == 2
     assert "run directory not found" in capsys.readouterr().err
+
+
+def test_measured_values_are_shown_beside_the_prediction(tmp_path):
+    """A RunResult carrying values measured on the traced run gets a comparison table."""
+    r = tiny_result()
+    r.measured = {"makespan_s": 1e-5}
+    html = build_report(r, tmp_path / "r.html").read_text()
+    sec = html.split('id="measured"', 1)[1].split("</table>", 1)[0]
+    # predicted 7.5 µs against a measured 10 µs: -25 %
+    assert "<td>makespan_s</td>" in sec and "-25.0%" in sec
+
+
+def test_detail_window_holds_everything_inside_it(monkeypatch, tmp_path):
+    """Over the file budget, full detail covers a window completely (no sampled holes)."""
+    from ccmod.outputs import interactive as ia
+    r = stencil_result()
+    s, m = r.rank_states, r.messages
+    a, b = s["t_start_s"].to_numpy(), s["t_end_s"].to_numpy()
+    ts, te = m["t_start_s"].to_numpy(), m["t_end_s"].to_numpy()
+    assert ia.detail_window(a, b, ts, te, r.makespan_s, 10**6, 10**6) == (0.0, r.makespan_s)
+    w0, w1 = ia.detail_window(a, b, ts, te, r.makespan_s, 200, 100)
+    assert 0 < w1 - w0 < r.makespan_s
+    assert ((b > w0) & (a < w1)).sum() <= 200 and ((te > w0) & (ts < w1)).sum() <= 100
+    monkeypatch.setattr(ia, "DETAIL_STATES", 200)
+    monkeypatch.setattr(ia, "DETAIL_MESSAGES", 100)
+    html = build_report(r, tmp_path / "r.html").read_text()
+    assert "Full detail is kept for" in html
