@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from ccmod.errors import CcmodError  # noqa: E402
 from ccmod.netsys.fit_report import fit_files, pair_summary  # noqa: E402
-from ccmod.netsys.fit_text import fmt_bw, fmt_time  # noqa: E402
+from ccmod.units import fmt_bw, fmt_time  # noqa: E402
 
 
 def seg_cell(model) -> str:
@@ -163,7 +163,7 @@ def main(argv=None):
     for f in sorted(dh.glob("*.json")):
         out.append(row(f.name, [f])[0])
     text = "\n".join(out) + "\n"
-    from ccmod.io import atomic_write_text
+    from ccmod.atomic import atomic_write_text
     atomic_write_text(a.out, text)
     print(f"wrote {a.out} ({len(out)} lines)")
 

@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     print(f"|contention-free (LogP-like) error|: mean {df['free_err_pct'].abs().mean():.1f}%, "
           f"max {df['free_err_pct'].abs().max():.1f}%")
     if a.csv:
-        from ccmod.io import atomic_path
+        from ccmod.atomic import atomic_path
         with atomic_path(a.csv) as tmp:
             df.to_csv(tmp, index=False)
     return 0

@@ -4,6 +4,7 @@ Everything the CLI does is available here and returns data (:class:`RunResult`).
 """
 from __future__ import annotations
 
+import copy
 import os
 import time
 from pathlib import Path
@@ -11,14 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.engine import SEND_MODES, SHARINGS, Engine
+from ccmod.options import DEFAULT_EAGER_LIMIT_BYTES, RunOptions
 
-#: intra-node (same node) message cost: a memcpy-like latency and bandwidth
-INTRA_LATENCY_S = 5e-7
-INTRA_BANDWIDTH_BPS = 5e9
-#: default eager limit (bytes): MPI-like, SMPI's ``smpi/send-is-detached-thresh`` (65536);
-#: 0 gives the article's synchronous SCOM for every message
-DEFAULT_EAGER_LIMIT_BYTES = 65536
+__all__ = ["run", "load_workload", "load_network", "RunOptions"]
 
 
 def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_scale: float = 1.0,
@@ -36,15 +32,21 @@ def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_s
 
 
 def load_network(spec, nodes_needed: int, cost=None, background=None):
-    """Build a network from a spec string (or pass a Network through)."""
+    """Build a network from a spec string, or check (and copy) a Network object.
+
+    A Network object given by the caller is never changed: when ``cost`` or
+    ``background`` apply, a copy gets them.
+    """
     from ccmod.netsys.base import Network
     if isinstance(spec, Network):
         net = spec
-        if cost is not None:
-            from ccmod.netsys.networks import load_cost
-            net.set_cost(load_cost(cost))
-        if background is not None:
-            net.set_background(background)
+        if cost is not None or background is not None:
+            net = copy.copy(spec)   # arrays are shared; set_cost/set_background rebind
+            if cost is not None:
+                from ccmod.netsys.networks import load_cost
+                net.set_cost(load_cost(cost))
+            if background is not None:
+                net.set_background(background)
         if net.nnodes < nodes_needed:
             raise CcmodInputError(f"network '{net.name}' has {net.nnodes} nodes but the run needs "
                                   f"{nodes_needed}", source="--network")
@@ -53,12 +55,8 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
     return make_network(spec, nodes_needed, cost=cost, background=background)
 
 
-def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rendezvous",
-        eager_limit_bytes: int | None = None, compute_rate: float = 1e9, compute_scale: float = 1.0, cost=None,
-        background=0.0, mapping: str | None = None, fmt: str = "auto",
-        collectives=None, intra_latency_s: float = INTRA_LATENCY_S,
-        intra_bandwidth_Bps: float = INTRA_BANDWIDTH_BPS, sinks=(), out_dir=None,
-        record: bool | None = None, progress=None, bounds: bool = False):
+def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), out_dir=None,
+        record: bool | None = None, progress=None, bounds: bool = False, **option_values):
     """Predict the communication of a trace on a network.
 
     Parameters
@@ -66,26 +64,18 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     trace : str, path or workloads.base.Workload
         A trace file (format detected, or ``fmt``) or an already built workload.
     network : str or netsys.base.Network
-        ``NAME[:key=value,...]`` (see ``ccmod networks``), default ``"star"``.
-    sharing : {"ccmod", "maxmin"}
-        How active messages share links (article's bandwidth availability, or max-min fair).
-    send_mode : {"rendezvous", "eager", "detached"}
-    eager_limit_bytes : int, optional
-        With rendezvous, messages of at most this many bytes go eagerly (0 = none: the
-        article's synchronous SCOM). Default ``DEFAULT_EAGER_LIMIT_BYTES`` (64 KiB).
-    compute_rate : float
-        flop/s used to turn traced flops into seconds (formats that count flops).
-    compute_scale : float
-        Multiplies every compute duration (0.5 = a CPU twice as fast).
-    cost : str, path or netsys.cost.CostModel, optional
-        Quiet cost: a JSON model file from ``ccmod fit`` or ``"physical"``.
-    background : float, str or netsys.background.Background
-        Background load: a constant fraction in [0, 1) on every link direction, or a model
-        spec: ``"exp:mean_pps=7000,max_pps=25000,interval=1e-3,seed=1"`` (the article's
-        Listing Seven, resampled per link direction every interval) or ``"file:loads.csv"``
-        (a measured per-link series). See :mod:`ccmod.netsys.background`.
-    mapping : str, optional
-        Rank → node map: ``block:K``, ``cyclic:K`` or a file (default one rank per node).
+        ``NAME[:key=value,...]`` (see ``ccmod networks``), default ``"star"``. A Network
+        object is not modified.
+    options : RunOptions, optional
+        How to run: sharing rule, send mode, eager limit (default
+        ``DEFAULT_EAGER_LIMIT_BYTES`` = 64 KiB with rendezvous; 0 gives the article's
+        synchronous SCOM), compute rate (flop/s, or SimGrid's ``20kf``) and scale, quiet
+        cost, background load (a constant fraction in [0, 1) or a model spec such as
+        ``"exp:mean_pps=7000,max_pps=25000,interval=1e-3,seed=1"`` or ``"file:loads.csv"``,
+        see :mod:`ccmod.netsys.background`), mapping, format, collectives, intra-node cost.
+    **option_values
+        Any :class:`~ccmod.options.RunOptions` field by name (``sharing="maxmin"``,
+        ``background=0.3``, ...), overriding ``options``.
     sinks : sequence of str or outputs.base.Sink
         Output sinks (e.g. ``["parquet", "perfetto"]``); each gets the finished
         RunResult (``Sink.write(result, ctx)``).
@@ -108,26 +98,15 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
     from ccmod.netsys.mapping import nodes_needed as count_nodes
     from ccmod.netsys.mapping import rank_to_node
 
-    if sharing not in SHARINGS:
-        raise CcmodInputError(f"unknown sharing rule '{sharing}'", source="--sharing",
-                              hint="valid: " + ", ".join(SHARINGS))
-    if send_mode not in SEND_MODES:
-        raise CcmodInputError(f"unknown send mode '{send_mode}'", source="--send-mode",
-                              hint="valid: " + ", ".join(SEND_MODES))
-    eager_given = eager_limit_bytes is not None
-    if not eager_given:
-        eager_limit_bytes = DEFAULT_EAGER_LIMIT_BYTES if send_mode == "rendezvous" else 0
-    if not (eager_limit_bytes >= 0):
-        raise CcmodInputError(f"eager limit must be >= 0 bytes, got {eager_limit_bytes}",
-                              source="--eager-limit")
-    if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
-        raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
-                              source="--intra-latency/--intra-bandwidth")
+    from ccmod.engine import Engine
     from ccmod.netsys.background import make_background
-    bg = make_background(background)
-    from ccmod.workloads.units import parse_compute_rate
-    compute_rate = parse_compute_rate(compute_rate)
-    w = load_workload(trace, fmt, compute_rate, compute_scale, collectives)
+    opts = RunOptions.make(options, **option_values)
+    sharing, send_mode, compute_rate = opts.sharing, opts.send_mode, opts.compute_rate
+    eager_given = opts.eager_limit_bytes is not None
+    eager_limit_bytes = opts.eager_limit_bytes if eager_given else (
+        DEFAULT_EAGER_LIMIT_BYTES if send_mode == "rendezvous" else 0)
+    bg = make_background(opts.background)
+    w = load_workload(trace, **opts.load_kwargs())
     seen = int(w.meta.get("eager_bytes_observed", 0) or 0)
     eager_note = None
     if not eager_given and send_mode == "rendezvous" and seen > eager_limit_bytes:
@@ -137,29 +116,30 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
                       "buffered them); --eager-limit overrides")
         eager_limit_bytes = seen
     t0 = time.perf_counter()
-    node_of_rank = rank_to_node(mapping, w.nranks).astype(np.int64)
+    node_of_rank = rank_to_node(opts.mapping, w.nranks).astype(np.int64)
     nodes_needed = max(count_nodes(node_of_rank), 1)
-    net = load_network(network, nodes_needed, cost=cost,
+    net = load_network(network, nodes_needed, cost=opts.cost,
                        background=bg.load if bg.constant else 0.0)
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
-    options = {"sharing": sharing, "send_mode": send_mode,
-               "eager_limit_bytes": int(eager_limit_bytes), "compute_rate": compute_rate,
-               "compute_scale": compute_scale,
-               # a number for every consumer; a model's spec is in background_model
-               "background": bg.load if bg.constant else _mean_level(bg, net),
-               "mapping": mapping, "cost": None if cost is None else str(cost),
-               "trace": _trace_path(trace, w)}
-    msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s, intra_bandwidth_Bps)
-    options["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
+    info = {"sharing": sharing, "send_mode": send_mode,
+            "eager_limit_bytes": int(eager_limit_bytes), "compute_rate": compute_rate,
+            "compute_scale": opts.compute_scale,
+            # a number for every consumer; a model's spec is in background_model
+            "background": bg.load if bg.constant else _mean_level(bg, net),
+            "mapping": opts.mapping, "cost": None if opts.cost is None else str(opts.cost),
+            "trace": _trace_path(trace, w)}
+    msgs = compile_messages(w, net, node_of_rank, sharing, opts.intra_latency_s,
+                            opts.intra_bandwidth_Bps)
+    info["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
     if eager_note:
-        options["notes"].append(eager_note)
+        info["notes"].append(eager_note)
     if getattr(net.cost, "monotone", True) is False:
-        options["notes"].append("the cost model is not monotone in message size: a bigger "
+        info["notes"].append("the cost model is not monotone in message size: a bigger "
                                 "message can be cheaper at a segment start")
     if eager_given and eager_limit_bytes and send_mode != "rendezvous":
-        options["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
+        info["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
     cap = net.capacity_Bps.reshape(-1)
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
@@ -174,20 +154,23 @@ def run(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rend
 
     from ccmod.bounds import bounds_makespans, run_engine
     if not bg.constant:
-        options["background_model"] = bg.describe()
+        info["background_model"] = bg.describe()
     eng, makespan = run_engine(make_engine, w, msgs, net, bg)
+    if not bg.constant:
+        # the links table's background column: each link direction's mean load
+        net.set_background(bg.level(net, "mean")[:2 * net.nlinks].reshape(net.nlinks, 2))
     bounds_out = None
     if bounds:
         bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, st, main=False), net, bg)
     wall = time.perf_counter() - t0
-    result = collect(eng, msgs, net, node_of_rank, makespan, wall, options)
+    result = collect(eng, msgs, net, node_of_rank, makespan, wall, info)
     result.bounds = bounds_out
     _trace_notes(w, result, compute_rate)
     if sink_objs:
         from ccmod.outputs.base import RunContext
         from ccmod.outputs.sinks import write_all
         write_all(sink_objs, result, RunContext(
-            out_dir=Path(out_dir) if out_dir is not None else None, options=options,
+            out_dir=Path(out_dir) if out_dir is not None else None, options=result.options,
             network=net, workload=w))
     return result
 

@@ -192,9 +192,10 @@ def register(app: typer.Typer) -> None:
     ):
         """Analytic (MVA, LoPC) vs engine on the same trace and network."""
         from ccmod.analytic import crosscheck as cc
-        rep = cc.crosscheck(trace, network, sharing=sharing, send_mode=send_mode,
-                            compute_rate=compute_rate, cost=cost, mapping=map_, fmt=fmt,
-                            So_s=So)
+        from ccmod.options import RunOptions
+        opts = RunOptions(sharing=sharing, send_mode=send_mode, compute_rate=compute_rate,
+                          cost=cost, mapping=map_, fmt=fmt)
+        rep = cc.crosscheck(trace, network, opts, So_s=So)
         emit(rep.to_dict(), json_, rep.lines)
 
 

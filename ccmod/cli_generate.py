@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from ccmod.cli_util import print_listing
 from ccmod.errors import CcmodInputError
 
 
@@ -25,20 +26,13 @@ def register(app: typer.Typer) -> None:
         json_: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     ) -> None:
         """Generate a synthetic workload (all-to-all, halo, wavefront, work-pile, Snakes, ...)."""
-        from ccmod.workloads.generators import GENERATORS, describe, generate_file, parameters
+        from ccmod.workloads.generators import GENERATORS, generate_file
         if kind is None and not list_:
             raise CcmodInputError("missing generator KIND",
                                   hint="e.g. ccmod generate halo2d:px=8,py=8 -o halo.txt; "
                                        "see ccmod generate --list")
         if list_:
-            if json_:
-                typer.echo(json.dumps({e.name: {"description": e.description,
-                                                "parameters": _params(parameters, e)}
-                                       for e in GENERATORS.entries()}))
-            else:
-                for e in GENERATORS.entries():
-                    typer.echo(f"{e.name:14s} {e.description}")
-                    typer.echo(f"{'':14s}   {describe(e.name)}")
+            print_listing("generators", GENERATORS.listing(), json_)
             return
         params = {}
         for item in param or []:
@@ -56,9 +50,3 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{res['kind']}: {res['ranks']} ranks, {res['records']:,} records, "
                        f"{res['messages']:,} messages, {res['bytes']:,} bytes{where}")
 
-
-def _params(parameters, entry) -> dict:
-    try:
-        return parameters(entry.factory)
-    except (TypeError, ValueError):  # a third-party callable without a signature
-        return {}

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ccmod.cli_util import JSON_OPT, console, make_table
+from ccmod.cli_util import JSON_OPT, print_listing
 from ccmod.errors import CcmodInputError
 from ccmod.reporting import parse_levels
 
@@ -74,9 +74,5 @@ def register(app: typer.Typer) -> None:
     def sinks_cmd(json_: bool = typer.Option(False, "--json", help="JSON list.")):
         """List the output sinks (use with ccmod run --sink NAME[:key=value,...])."""
         from ccmod.outputs.sinks import list_sinks
-        rows = list_sinks()
-        if json_:
-            print(json.dumps(rows))
-            return
-        cols = ("name", "description", "files", "parameters")
-        console().print(make_table(cols, ([r[c] for c in cols] for r in rows)))
+        rows = [{k: v for k, v in r.items() if k != "parameters"} for r in list_sinks()]
+        print_listing("sinks", rows, json_, extra=("files",))

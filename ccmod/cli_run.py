@@ -10,20 +10,10 @@ from typing import Optional
 import typer
 
 from ccmod.cli_util import (COLLECTIVE_OPT, COMPUTE_RATE_OPT, COST_OPT, FORMAT_OPT, JSON_OPT,
-                            MAP_OPT, NETWORK_OPT, SEND_MODE_OPT, SHARING_OPT, console, make_table)
+                            MAP_OPT, NETWORK_OPT, SEND_MODE_OPT, SHARING_OPT, console, make_table,
+                            print_listing)
 from ccmod.errors import CcmodInputError
-
-
-def _progress_factory(total: int, enabled: bool):
-    """A rich progress bar on a terminal (records processed), or None."""
-    if not enabled or not sys.stderr.isatty() or total < 50_000:
-        return None, None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    prog = Progress(TextColumn("evaluating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} records"),
-                    TimeRemainingColumn(), transient=True, console=None)
-    task = prog.add_task("run", total=total)
-    prog.start()
-    return prog, (lambda done: prog.update(task, completed=done))
+from ccmod.progress import progress_bar
 
 
 def _files_in(folder) -> list:
@@ -112,9 +102,14 @@ def register(app: typer.Typer) -> None:
     ):
         """Predict the communication of TRACE on a network (CCMOD event-horizon engine)."""
         from ccmod.api import load_workload, run
+        from ccmod.options import RunOptions
         if debug and out is None and report is None:
             raise CcmodInputError("--debug needs --out DIR (or --report DIR)", source="--debug")
-        w = load_workload(trace, fmt, compute_rate, compute_scale, collective)
+        opts = RunOptions(sharing=sharing, send_mode=send_mode, eager_limit_bytes=eager_limit,
+                          compute_rate=compute_rate, compute_scale=compute_scale, cost=cost,
+                          background=background, mapping=map_, fmt=fmt, collectives=collective,
+                          intra_latency_s=intra_latency, intra_bandwidth_Bps=intra_bandwidth)
+        w = load_workload(trace, **opts.load_kwargs())
         if background_levels:
             from ccmod.reporting import parse_levels
             parse_levels(background_levels)      # fail before a long run, not after
@@ -133,14 +128,12 @@ def register(app: typer.Typer) -> None:
         if sinks and out_dir is None:
             raise CcmodInputError("sinks write files: give --out DIR", source="--sink")
         stale = _files_in(out_dir) + (_files_in(report) if report not in (None, out) else [])
-        prog, cb = _progress_factory(w.nrecords, progress and not json_)
+        prog, cb = progress_bar(w.nrecords, "evaluating", "records", enabled=progress and not json_,
+                                min_total=50_000)
         t_start = time.time()
         try:
-            result = run(w, network, sharing=sharing, send_mode=send_mode,
-                         eager_limit_bytes=eager_limit, cost=cost,
-                         background=background, mapping=map_, intra_latency_s=intra_latency,
-                         intra_bandwidth_Bps=intra_bandwidth, sinks=sinks, out_dir=out_dir,
-                         progress=cb, bounds=bounds)
+            result = run(w, network, opts, sinks=sinks, out_dir=out_dir, progress=cb,
+                         bounds=bounds)
         finally:
             if prog is not None:
                 prog.stop()
@@ -151,12 +144,8 @@ def register(app: typer.Typer) -> None:
                 from ccmod.outputs.base import RunContext
                 from ccmod.outputs.parquet import ParquetSink
                 ParquetSink(report).write(result, RunContext(out_dir=report))
-            report_path = make_report(
-                result, w, report, network=network, background_levels=background_levels,
-                run_kwargs=dict(sharing=sharing, send_mode=send_mode,
-                                eager_limit_bytes=eager_limit, cost=cost, mapping=map_,
-                                intra_latency_s=intra_latency,
-                                intra_bandwidth_Bps=intra_bandwidth))
+            report_path = make_report(result, w, report, network=network,
+                                      background_levels=background_levels, options=opts)
         if json_:
             summary = result.summary()
             if report_path is not None:
@@ -211,9 +200,11 @@ def register(app: typer.Typer) -> None:
             if draw is not None:
                 print(f"drawing written to {draw}")
             return
-        from ccmod.netsys.networks import list_networks
-        df = list_networks()
-        if json_:
-            print(df.to_json(orient="records"))
-            return
-        console().print(make_table(df.columns, df.itertuples(index=False)))
+        from ccmod.netsys.registry import NETWORKS
+        print_listing("networks", NETWORKS.listing(), json_)
+
+    @app.command("sharing")
+    def sharing_cmd(json_: bool = typer.Option(False, "--json", help="JSON list.")):
+        """List the sharing rules (use with --sharing NAME[:key=value,...])."""
+        from ccmod.sharing import SHARING_RULES
+        print_listing("sharing", SHARING_RULES.listing(), json_)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -11,6 +10,7 @@ import typer
 
 from ccmod.cli_util import COMPUTE_RATE_OPT, FORMAT_OPT, JSON_OPT, console, jsonable, make_table
 from ccmod.errors import CcmodInputError
+from ccmod.progress import progress_bar
 
 
 def split_list(text: str | None, option: str, kind=str) -> list:
@@ -49,20 +49,6 @@ def _bg_value(text: str):
 
 
 _bg_value.__name__ = "background (number or model spec)"
-
-
-def _progress(total: int, enabled: bool):
-    """A rich progress bar (points done) on a terminal's stderr, or (None, None)."""
-    if not enabled or total <= 4 or not sys.stderr.isatty():
-        return None, None
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    prog = Progress(TextColumn("sweeping"), BarColumn(),
-                    TextColumn("{task.completed}/{task.total} points"), TimeRemainingColumn(),
-                    transient=True, console=Console(stderr=True))
-    task = prog.add_task("sweep", total=total)
-    prog.start()
-    return prog, (lambda done, _total: prog.update(task, completed=done))
 
 
 def _fmt(v, spec=".6g") -> str:
@@ -137,7 +123,9 @@ def register(app: typer.Typer) -> None:
         sharing: str = typer.Option("ccmod", help="Comma list of sharing rules: ccmod, maxmin."),
         send_mode: str = typer.Option("rendezvous", help="Comma list: rendezvous, eager, detached."),
         eager_limit: Optional[str] = typer.Option(None, help="Comma list of eager limits (bytes)."),
-        background: str = typer.Option("0", help="Comma list of background load fractions in [0,1)."),
+        background: str = typer.Option("0", help="Comma list of background loads in [0,1) or "
+                                       "model specs (exp:..., file:...); use ';' between "
+                                       "values when a spec has commas."),
         cost: str = typer.Option("none", help="Comma list of quiet-cost models: none (network "
                                               "default), physical or a JSON file from `ccmod fit`."),
         map_: Optional[str] = typer.Option(None, "--map", help="Comma list of rank->node maps: "
@@ -176,7 +164,7 @@ def register(app: typer.Typer) -> None:
         if output is not None:
             # a bad extension or folder fails before the runs, not after them
             output_kind(output)
-            from ccmod.io import ensure_dir
+            from ccmod.atomic import ensure_dir
             ensure_dir(output.parent if str(output.parent) else Path("."), "output folder")
         grid: dict = {"sharing": split_list(sharing, "--sharing"),
                       "send_mode": split_list(send_mode, "--send-mode")}
@@ -208,7 +196,8 @@ def register(app: typer.Typer) -> None:
 
         def cb(done, total):
             if "bar" not in holder:
-                holder["bar"] = _progress(total, progress)
+                holder["bar"] = progress_bar(total, "sweeping", "points", enabled=progress,
+                                             min_total=5)
             prog_, upd = holder["bar"]
             if upd is not None:
                 upd(done, total)

@@ -20,7 +20,7 @@ SEND_MODE_OPT = typer.Option("rendezvous", help="rendezvous, eager or detached."
 
 def _compute_rate(value):
     """typer callback: ``--compute-rate`` as a number or SimGrid's ``20kf`` / ``1Gf``."""
-    from ccmod.workloads.units import parse_compute_rate
+    from ccmod.units import parse_compute_rate
     return value if value is None else parse_compute_rate(value)
 
 
@@ -36,16 +36,9 @@ JSON_OPT = typer.Option(False, "--json", help="Print one JSON object on stdout."
 
 
 def jsonable(x):
-    """``json.dumps`` fallback for numpy arrays and scalars (anything else is an error)."""
-    try:
-        import numpy as np
-        if isinstance(x, np.ndarray):
-            return x.tolist()
-        if isinstance(x, np.generic):
-            return x.item()
-    except ImportError:  # pragma: no cover
-        pass
-    raise TypeError(f"not JSON serialisable: {type(x)}")
+    """``json.dumps`` fallback for numpy arrays and scalars (see :mod:`ccmod.jsonio`)."""
+    from ccmod.jsonio import json_default
+    return json_default(x)
 
 
 def emit(data, json_: bool, lines) -> None:
@@ -82,3 +75,33 @@ def make_table(columns, rows, *, title: str | None = None, justify="left"):
     for row in rows:
         t.add_row(*(str(x) for x in row))
     return t
+
+
+def print_listing(family: str, rows: list[dict], json_: bool, extra=(), out=None,
+                  wrap: bool = False) -> None:
+    """The one listing shape of every plugin family (``ccmod networks``, ``formats``,
+    ``sinks``, ``generate --list``, ``sharing``).
+
+    ``rows`` come from :meth:`ccmod.registry.Registry.listing` (``name``, ``description``,
+    ``params``, ``origin``) plus the family's ``extra`` columns. ``--json`` prints the
+    rows as a JSON list (``wrap``: as ``{family: rows}``, the historical shape of
+    ``ccmod formats --json``); the text is one table, and third-party plugins (and
+    ignored ones) are named with their origin under it.
+    """
+    if json_:
+        typer.echo(json.dumps({family: rows} if wrap else rows, default=jsonable))
+        return
+    cols = ("name",) + tuple(extra) + ("params", "description")
+    con = console(out)
+    con.print(make_table(cols, ([_cell(r.get(c, "")) for c in cols] for r in rows)))
+    for r in rows:
+        if r.get("origin", "built-in") != "built-in":
+            con.print(f"{r['name']}: from {r['origin']}"
+                      + (f" ({r['description']})" if r["description"].startswith("ignored")
+                         else ""))
+
+
+def _cell(v) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else ""
+    return str(v)

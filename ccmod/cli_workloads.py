@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ccmod.cli_util import (COLLECTIVE_OPT, COMPUTE_RATE_OPT, JSON_OPT, console, emit,
-                            make_table)
+                            make_table, print_listing)
 
 
 def _human_bytes(n: float) -> str:
@@ -104,10 +104,5 @@ def register(app: typer.Typer) -> None:
     def formats_cmd(json_: bool = JSON_OPT):
         """List the trace formats ccmod reads (and which it can write)."""
         from ccmod.workloads import list_formats
-        df = list_formats()
-        if json_:
-            print(json.dumps({"formats": df.to_dict(orient="records")}))
-            return
-        console().print(make_table(("format", "writable", "extensions", "description"),
-                                   ((r.format, "yes" if r.writable else "", r.extensions,
-                                     r.description) for r in df.itertuples())))
+        rows = list_formats().to_dict(orient="records")
+        print_listing("formats", rows, json_, extra=("writable", "extensions"), wrap=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ccmod.outputs.base import STATE_NAMES
+from ccmod.codes import STATE_NAMES
 
 
 def link_intervals(load_t, load_res, load_count, t_end: float):

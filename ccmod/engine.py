@@ -27,7 +27,7 @@ from ccmod.errors import CcmodInputError, DeadlockError
 from ccmod.handlers import (EV_COMPUTE as _EV_COMPUTE, EV_HANDLER_END, EV_LAT_END as _EV_LAT_END,
                             EV_MSG_END as _EV_MSG_END, EV_RESUME, HandlerMixin)
 from ccmod.kernel import CcmodSharing, MaxMinSharing
-from ccmod.outputs.base import STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT
+from ccmod.codes import STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT
 from ccmod.workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                             OP_SEND, OP_WAIT, OP_WAITALL)
 

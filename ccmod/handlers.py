@@ -9,7 +9,7 @@ models; point-to-point records never use it, so ordinary traces are unaffected.
 """
 from __future__ import annotations
 
-from ccmod.outputs.base import STATE_WAIT
+from ccmod.codes import STATE_WAIT
 
 INF = float("inf")
 #: timer-heap event kinds of the engine (kept here so handlers can schedule compute ends)

@@ -28,13 +28,14 @@ def parse_levels(text: str | None) -> list[float] | None:
 
 
 def make_report(result, workload, report_dir, *, network, background_levels=None,
-                run_kwargs=None, static: bool = False) -> Path:
+                options=None, static: bool = False) -> Path:
     """Write ``report_dir/report.html`` from the in-memory ``result``.
 
     With ``background_levels`` the engine runs once more per level (same workload and
-    network, other options unchanged); those results go to the knee figure directly (in
-    memory) and their tables are written into ``report_dir/background-<level>/`` so that
-    ``ccmod report DIR --background-levels ...`` can rebuild the same report later.
+    network, the other :class:`~ccmod.options.RunOptions` of ``options`` unchanged); those
+    results go to the knee figure directly (in memory) and their tables are written into
+    ``report_dir/background-<level>/`` so that ``ccmod report DIR --background-levels ...``
+    can rebuild the same report later.
     """
     from ccmod.outputs.knee import knee_dirname
     from ccmod.outputs.report import build_report, write_static
@@ -48,8 +49,8 @@ def make_report(result, workload, report_dir, *, network, background_levels=None
             if lv == result.background_level:
                 runs[lv] = result          # the main run is this level
                 continue
-            runs[lv] = run(workload, network, background=lv, sinks=["parquet"],
-                           out_dir=Path(report_dir) / knee_dirname(lv), **(run_kwargs or {}))
+            runs[lv] = run(workload, network, options, background=lv, sinks=["parquet"],
+                           out_dir=Path(report_dir) / knee_dirname(lv))
             runs[lv].options["trace"] = result.options.get("trace", runs[lv].options["trace"])
     if static:
         write_static(result, Path(report_dir) / "figures", background_levels=runs)

@@ -12,8 +12,6 @@ and returns one table row per point, in grid order whatever the parallelism.
 """
 from __future__ import annotations
 
-import copy
-import inspect
 import itertools
 import json
 import math
@@ -32,23 +30,18 @@ RESULT_COLUMNS = ("nodes", "makespan_s", "messages", "bytes", "busiest_link",
 _INT_COLUMNS = ("nodes", "messages", "bytes", "peak_contention")
 _FLOAT_COLUMNS = ("makespan_s", "mean_slowdown", "comm_s", "wait_s", "knee_pps",
                   "bound_best_s", "bound_avg_s", "bound_worst_s", "wall_s")
-#: options applied when the trace is read (so sweeping them means one read per value)
-LOAD_OPTIONS = ("fmt", "compute_rate", "compute_scale", "collectives")
-#: keywords of ccmod.api.run that make no sense in a sweep
-_NOT_SWEPT = ("trace", "sinks", "out_dir", "record", "progress")
+from ccmod.options import LOAD_OPTIONS, OPTION_FLAGS, RunOptions, check_option  # noqa: E402
+
 #: CLI option named in the errors about a parameter
-_OPTION = {"network": "--network", "sharing": "--sharing", "send_mode": "--send-mode",
-           "background": "--background", "eager_limit_bytes": "--eager-limit",
-           "cost": "--cost", "mapping": "--map", "compute_scale": "--compute-scale",
-           "compute_rate": "--compute-rate", "fmt": "--format", "collectives": "--collective",
-           "intra_latency_s": "--intra-latency", "intra_bandwidth_Bps": "--intra-bandwidth"}
+_OPTION = {"network": "--network", **OPTION_FLAGS}
 _NONE = ("none", "default")
 
 
 def run_options() -> tuple[str, ...]:
-    """Names of the :func:`ccmod.api.run` keywords a sweep can vary or fix."""
-    from ccmod.api import run
-    return tuple(n for n in inspect.signature(run).parameters if n not in _NOT_SWEPT)
+    """Names of the run options a sweep can vary or fix: ``network``, every
+    :class:`~ccmod.options.RunOptions` field and ``bounds``."""
+    import dataclasses
+    return ("network",) + tuple(f.name for f in dataclasses.fields(RunOptions)) + ("bounds",)
 
 
 def _values(name: str, values) -> list:
@@ -139,18 +132,15 @@ def _check_number(name, v, lo=None, lo_open=False, hi=None, integer=False):
 
 
 def _check_network(spec) -> None:
-    from ccmod.netsys.base import Network, parse_params
+    from ccmod.netsys.base import Network
     from ccmod.netsys.networks import SRC
     from ccmod.netsys.registry import NETWORKS
-    from ccmod.registry import parse_spec
     if isinstance(spec, Network):
         return
     if not isinstance(spec, str):
         raise CcmodInputError(f"a network is a NAME[:key=value,...] string, got {spec!r}",
                               source=SRC)
-    name, raw = parse_spec(spec, source=SRC)
-    factory = NETWORKS.get(name, source=SRC).factory
-    parse_params(name, getattr(factory, "params", None) or {}, raw, source=SRC)
+    NETWORKS.resolve(spec, source=SRC)
 
 
 def _resolve_cost(value, cache: dict):
@@ -169,37 +159,23 @@ def _resolve_cost(value, cache: dict):
 
 
 def _validate(name: str, values: list, costs: dict) -> list:
-    """Check one option's values; return the values to pass to ``run``."""
-    from ccmod.engine import SEND_MODES, SHARINGS
-    src = _OPTION.get(name, name)
+    """Check one option's values (:func:`ccmod.options.check_option`); return the values
+    to pass to ``run`` (cost files loaded once, collective strings parsed)."""
     out = []
     for v in values:
-        if name == "sharing" and v not in SHARINGS:
-            raise CcmodInputError(f"unknown sharing rule '{v}'", source=src,
-                                  hint="valid: " + ", ".join(SHARINGS))
-        if name == "send_mode" and v not in SEND_MODES:
-            raise CcmodInputError(f"unknown send mode '{v}'", source=src,
-                                  hint="valid: " + ", ".join(SEND_MODES))
-        if name == "background":
-            if isinstance(v, str) and ":" in v:
-                from ccmod.netsys.background import make_background
-                make_background(v)          # a model spec: exp:..., file:...
-            else:
-                _check_number(name, v, lo=0.0, hi=1.0)
-        if name == "eager_limit_bytes":
-            _check_number(name, v, lo=0, integer=True)
-        if name == "compute_scale":
-            _check_number(name, v, lo=0.0)
-        if name in ("compute_rate", "intra_bandwidth_Bps"):
-            _check_number(name, v, lo=0.0, lo_open=True)
-        if name == "intra_latency_s":
-            _check_number(name, v, lo=0.0)
+        if name == "background" and isinstance(v, str) and ":" in v:
+            from ccmod.netsys.background import make_background
+            make_background(v)          # a model spec: exp:..., file:...
         if name == "network":
             _check_network(v)
+        elif name == "bounds":
+            if not isinstance(v, (bool, np.bool_)):
+                raise CcmodInputError(f"bounds is true or false, got {v!r}", source="--bounds")
+            v = bool(v)
+        else:
+            v = check_option(name, v)
         if name == "cost":
             v = _resolve_cost(v, costs)
-        if name == "mapping" and isinstance(v, str) and v.strip().lower() in _NONE:
-            v = None
         if name == "collectives" and isinstance(v, str):
             from ccmod.workloads.collectives import parse_collective_option
             v = parse_collective_option(v)
@@ -251,11 +227,6 @@ def _knee_pps(r) -> float:
 def evaluate_point(workload, kwargs: dict) -> dict:
     """Run one point; a :class:`CcmodError` becomes the row's ``error`` (others propagate)."""
     from ccmod.api import run
-    kwargs = dict(kwargs)
-    net = kwargs.get("network")
-    if net is not None and not isinstance(net, str):
-        # a Network object is mutated by run (cost, background): each point gets its own
-        kwargs["network"] = copy.deepcopy(net)
     t0 = time.perf_counter()
     try:
         row = _metrics(run(workload, record=False, **kwargs))
@@ -427,10 +398,7 @@ def sweep(trace, grid: dict | None = None, *, networks=None, jobs: int = 1,
         k = _freeze(load_kw)
         if k not in keys:
             keys[k] = len(workloads)
-            workloads.append(load_workload(trace, load_kw.get("fmt", "auto"),
-                                           load_kw.get("compute_rate", 1e9),
-                                           load_kw.get("compute_scale", 1.0),
-                                           load_kw.get("collectives")))
+            workloads.append(load_workload(trace, **RunOptions(**load_kw).load_kwargs()))
         tasks.append((keys[k], kw))
     if "mapping" in names or "mapping" in run_fixed:
         # a bad block:K or map file is an input error, not a failing point
@@ -496,7 +464,7 @@ def write_table(df: pd.DataFrame, path) -> None:
     """Write the sweep table atomically: ``.parquet`` or ``.csv`` by extension."""
     from pathlib import Path
 
-    from ccmod.io import atomic_path
+    from ccmod.atomic import atomic_path
     path = Path(path)
     kind = output_kind(path)
     try:

@@ -86,6 +86,8 @@ def _band_figure(x_labels, xs, groups, ylabel, title, dashed=None):
 
 
 def _cell_text(v) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return "-"
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
@@ -93,7 +95,7 @@ def _cell_text(v) -> str:
 
 def sweep_report(results, out_html) -> Path:
     """Write the HTML report of the sweep table ``results`` to ``out_html`` (atomically)."""
-    from ccmod.io import atomic_write_text
+    from ccmod.atomic import atomic_write_text
     from ccmod.sweep import RESULT_COLUMNS
     df = read_results(results)
     if "makespan_s" not in df.columns:
@@ -112,7 +114,9 @@ def sweep_report(results, out_html) -> Path:
         cells = "".join(f"<tr><th>{html.escape(c)}</th><td>{html.escape(_cell_text(best[c]))}"
                         f"</td></tr>" for c in params + ["makespan_s"])
         parts.append(f"<h2>Best point</h2><table>{cells}</table>")
-    swept = [c for c in params if ok[c].astype(str).nunique() > 1] if len(ok) else []
+    # seeds are what the bands span, not a parameter to plot against
+    swept = [c for c in params if c != "seed" and ok[c].astype(str).nunique() > 1] \
+        if len(ok) else []
     for c in swept:
         col = ok[c]
         vals = list(dict.fromkeys(col.astype(object).where(col.notna(), None).tolist()))

@@ -17,48 +17,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.registry import Param, convert_value  # noqa: F401 (Param: the network parameter)
 from ccmod.netsys.cost import CostModel, PhysicalCost
-
-
-@dataclass
-class Param:
-    """One network parameter: type, default (None = derived), one-line doc."""
-
-    type: type
-    default: object
-    doc: str
-    choices: tuple | None = None
 
 
 def parse_params(name: str, declared: dict[str, Param], raw: dict[str, str],
                  source: str = "--network") -> dict[str, object]:
-    """Convert raw ``key=value`` strings to typed values; unknown or invalid keys fail."""
+    """Typed values of a network's ``key=value`` texts, every declared key filled with its
+    default (the one converter, :func:`ccmod.registry.convert_value`); unknown keys fail."""
     out: dict[str, object] = {k: p.default for k, p in declared.items()}
     for key, text in raw.items():
         if key not in declared:
             raise CcmodInputError(f"unknown parameter '{key}' for network '{name}'", source=source,
                                   hint="valid: " + ", ".join(sorted(declared)) if declared
                                   else "it takes no parameters")
-        p = declared[key]
-        try:
-            if p.type is int:
-                v = float(text)
-                if not v.is_integer():
-                    raise ValueError
-                value = int(v)
-            elif p.type is float:
-                value = float(text)
-                if not np.isfinite(value):
-                    raise ValueError
-            else:
-                value = p.type(text)
-        except ValueError:
-            raise CcmodInputError(f"parameter '{key}={text}' of network '{name}' is not a valid "
-                                  f"{p.type.__name__}", source=source, hint=p.doc) from None
-        if p.choices is not None and value not in p.choices:
-            raise CcmodInputError(f"parameter '{key}={text}' of network '{name}' must be one of "
-                                  f"{', '.join(map(str, p.choices))}", source=source)
-        out[key] = value
+        out[key] = convert_value(text, declared[key], key=key, plugin=name, kind="network",
+                                 source=source)
     return out
 
 

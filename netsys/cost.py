@@ -208,7 +208,7 @@ class PiecewiseLinearCost(CostModel):
                    extra={k: v for k, v in d.items() if k not in known})
 
     def save(self, path) -> None:
-        from ccmod.io import atomic_write_text
+        from ccmod.atomic import atomic_write_text
         atomic_write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
 
     @classmethod

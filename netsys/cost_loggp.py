@@ -77,6 +77,14 @@ class LogGPCost(CostModel):
     def gap_s(self) -> float:
         return self.g
 
+    def overheads_s(self, nbytes, same_node=None):
+        """(o_send, o_recv) per message: ``o`` each (the CPU overheads of LogGP).
+
+        An engine that charges them to the ranks takes them out of the quiet time (the
+        quiet time ``2o + L + (n-1)G`` includes them, as a ping-pong measures them)."""
+        shape = np.shape(nbytes)
+        return np.full(shape, self.o), np.full(shape, self.o)
+
     def _hop_extra(self, hops):
         if hops is None or not self.L_hop:
             return 0.0

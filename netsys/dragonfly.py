@@ -31,10 +31,11 @@ import math
 import numpy as np
 
 from ccmod.netsys.base import Param
-from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork, register
+from ccmod.netsys.registry import NETWORKS
+from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork
 
 
-@register
+@NETWORKS.register()
 class Dragonfly(BuiltNetwork):
     """Dragonfly with minimal or Valiant routing (see the module docstring)."""
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ccmod.netsys.base import Param
-from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork, register
+from ccmod.netsys.registry import NETWORKS
+from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork
 
 
 def parse_list(text, kind=float, what="value") -> list:
@@ -42,7 +43,7 @@ def parse_list(text, kind=float, what="value") -> list:
     return out
 
 
-@register
+@NETWORKS.register()
 class FatTree(BuiltNetwork):
     """k-ary n-tree / XGFT fat tree, D-mod-K or S-mod-K static routing, per-level links."""
 

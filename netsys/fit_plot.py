@@ -41,7 +41,7 @@ def plot_fit(report, path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from ccmod.io import atomic_path
+    from ccmod.atomic import atomic_path
 
     e = report.estimator
     fig = Figure(figsize=(8, 7.5 if e is not None else 5), layout="constrained")

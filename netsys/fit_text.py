@@ -1,34 +1,12 @@
 """Human-readable ``ccmod fit`` report (the CLI prints it; ``--json`` prints data instead)."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from ccmod.units import fmt_bw, fmt_time
 
 #: print the per-size table in the text report up to this many sizes (always in --json)
 TEXT_TABLE_MAX_SIZES = 40
-
-
-def fmt_time(t: float) -> str:
-    """Seconds with a readable unit (ns, us, ms, s)."""
-    if t is None or not math.isfinite(t):
-        return "-"
-    a = abs(t)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if a >= scale:
-            return f"{t / scale:.4g} {unit}"
-    return f"{t / 1e-9:.4g} ns"
-
-
-def fmt_bw(b: float) -> str:
-    """Bytes/s in decimal units (MB/s = 10^6 B/s, like OSU); "flat" above 1 PB/s (a
-    segment whose slope hit the floor: time does not grow with size there)."""
-    if b >= 1e15:
-        return "flat"
-    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if b >= scale:
-            return f"{b / scale:.4g} {unit}"
-    return f"{b:.4g} B/s"
 
 
 def _pct(v) -> str:

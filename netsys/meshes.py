@@ -18,7 +18,8 @@ import math
 import numpy as np
 
 from ccmod.netsys.base import Param
-from ccmod.netsys.topologies import BuiltNetwork, register
+from ccmod.netsys.topologies import BuiltNetwork
+from ccmod.netsys.registry import NETWORKS
 
 
 def parse_dims(text: str) -> tuple[int, ...]:
@@ -118,7 +119,7 @@ class _Grid(BuiltNetwork):
         return out
 
 
-@register
+@NETWORKS.register()
 class Mesh(_Grid):
     """1-D to 3-D mesh (no wrap-around), dimension-order routing."""
 
@@ -127,7 +128,7 @@ class Mesh(_Grid):
     wrap = False
 
 
-@register
+@NETWORKS.register()
 class Torus(_Grid):
     """1-D to 3-D torus, dimension-order routing the shorter way round (+ on ties)."""
 

@@ -12,16 +12,10 @@ import os
 import pandas as pd
 
 from ccmod.errors import CcmodInputError
-from ccmod.registry import parse_spec
-from ccmod.netsys.base import Network, parse_params
+from ccmod.netsys.base import Network
 from ccmod.netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
 from ccmod.netsys.registry import NETWORKS
-# imported for their registration side effect
-from ccmod.netsys import topologies as _topologies  # noqa: F401
-from ccmod.netsys import meshes as _meshes  # noqa: F401
-from ccmod.netsys import topofile as _topofile  # noqa: F401
-from ccmod.netsys import fattree as _fattree  # noqa: F401
-from ccmod.netsys import dragonfly as _dragonfly  # noqa: F401
+from ccmod.registry import format_default
 
 SRC = "--network"
 
@@ -56,11 +50,8 @@ def make_network(spec: str, nodes_needed: int | None,
         Unknown network (lists valid names), unknown or invalid parameter (names it and the
         valid ones), a network too small for the run, or a bad cost file / background.
     """
-    name, raw = parse_spec(str(spec), source=SRC)
-    entry = NETWORKS.get(name, source=SRC)
-    factory = entry.factory
-    declared = getattr(factory, "params", None) or {}
-    values = parse_params(name, declared, raw, source=SRC)
+    entry, values = NETWORKS.resolve(str(spec), source=SRC, defaults=True)
+    name, factory = entry.name, entry.factory
     need = None if nodes_needed is None else int(nodes_needed)
     net = factory(nodes_needed=need, **values)
     if not isinstance(net, Network):
@@ -90,32 +81,21 @@ def load_cost(cost: str | os.PathLike | CostModel) -> CostModel:
     return PiecewiseLinearCost.load(cost)
 
 
-def _fmt_default(p) -> str:
-    """``derived`` (sized from the run), ``required`` (doc says so) or the value."""
-    if p.default is None:
-        return "required" if "(required" in p.doc else "derived"
-    return f"{p.default:g}" if isinstance(p.default, float) else str(p.default)
-
-
 def list_networks() -> pd.DataFrame:
     """One row per registered network: ``name``, ``description``, ``params``.
 
     ``params`` is ``key=default`` joined with ``, `` (``derived`` = sized from the run or
     from another parameter, ``required`` = must be given).
     """
-    rows = []
-    for e in NETWORKS.entries():
-        declared = getattr(e.factory, "params", None) or {}
-        rows.append({"name": e.name, "description": e.description,
-                     "params": ", ".join(f"{k}={_fmt_default(p)}" for k, p in declared.items())})
+    rows = [{k: r[k] for k in ("name", "description", "params")} for r in NETWORKS.listing()]
     return pd.DataFrame(rows, columns=["name", "description", "params"])
 
 
 def network_params(name: str) -> pd.DataFrame:
     """The declared parameters of one network: ``param``, ``type``, ``default``, ``doc``."""
     entry = NETWORKS.get(name, source=SRC)
-    declared = getattr(entry.factory, "params", None) or {}
-    rows = [{"param": k, "type": p.type.__name__, "default": _fmt_default(p),
+    declared = NETWORKS.params_of(entry) or {}
+    rows = [{"param": k, "type": p.type.__name__, "default": format_default(p),
              "doc": p.doc + (f" (one of: {', '.join(map(str, p.choices))})" if p.choices else "")}
             for k, p in declared.items()]
     return pd.DataFrame(rows, columns=["param", "type", "default", "doc"])

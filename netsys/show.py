@@ -118,7 +118,7 @@ def draw_network(net, path, title: str | None = None) -> Path:
     ax.set_aspect("equal", adjustable="datalim")
     ax.autoscale()
     ax.axis("off")
-    from ccmod.io import atomic_path
+    from ccmod.atomic import atomic_path
     try:
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=ext, bbox_inches="tight", dpi=120)

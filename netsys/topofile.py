@@ -23,10 +23,11 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.netsys.base import Param
-from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork, register
+from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork
+from ccmod.netsys.registry import NETWORKS
 
 
-@register
+@NETWORKS.register()
 class TopologyFile(BuiltNetwork):
     """A network described by a topology file (``file=PATH``), BFS shortest-path routing."""
 

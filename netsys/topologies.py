@@ -124,14 +124,8 @@ class BuiltNetwork(Network):
         return np.full((nlinks, 2), float(bandwidth_Bps)), np.full((nlinks, 2), float(latency_s))
 
 
-def register(cls):
-    """Class decorator: add ``cls`` to :data:`netsys.registry.NETWORKS`."""
-    NETWORKS.add(cls.name, cls, cls.description)
-    return cls
-
-
 # --------------------------------------------------------------------------------------
-@register
+@NETWORKS.register()
 class Star(BuiltNetwork):
     """One non-blocking switch; node ``i`` owns link ``i`` (up: node→switch, down: switch→node).
 
@@ -160,7 +154,7 @@ class Star(BuiltNetwork):
         return [(int(src), 0), (int(dst), 1)]
 
 
-@register
+@NETWORKS.register()
 class Bus(BuiltNetwork):
     """One shared half-duplex medium (classic Ethernet): every message uses link 0, dir 0."""
 
@@ -188,7 +182,7 @@ class Bus(BuiltNetwork):
         return [(0, 0)]
 
 
-@register
+@NETWORKS.register()
 class FatTree2(BuiltNetwork):
     """Two-level leaf/spine fat tree with static (destination/source/sum-mod-k) routing.
 
@@ -296,7 +290,7 @@ def listing_one_s1tos2(seed: int, nproc: int = 16, lperg: int = 4) -> np.ndarray
     return (np.floor(u * lperg).astype(np.int64) + 1)
 
 
-@register
+@NETWORKS.register()
 class Myrinet16(BuiltNetwork):
     """The article's 16-node, two-level Myrinet switch (Listing One routing).
 

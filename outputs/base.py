@@ -12,17 +12,15 @@ from pathlib import Path
 
 from ccmod.errors import CcmodInputError
 
-STATE_COMPUTE, STATE_SEND, STATE_RECV, STATE_WAIT, STATE_BARRIER = range(5)
-STATE_NAMES = ("compute", "send", "recv", "wait", "barrier")
+# the codes are shared with the engine, so they live in the core (re-exported here for sinks)
+from ccmod.codes import (SIGNALS, STATE_BARRIER, STATE_COMPUTE, STATE_NAMES,  # noqa: F401
+                         STATE_RECV, STATE_SEND, STATE_WAIT)
+
 #: pseudo state code of the gaps between recorded states ("idle" in the article's
 #: space-time diagram): a rank waiting for nothing, or finished before the makespan
 STATE_IDLE = len(STATE_NAMES)
 #: state names including the idle pseudo state (index = state code)
 ALL_STATE_NAMES = STATE_NAMES + ("idle",)
-
-#: evaluation signals, named after the article's otrace_sig (Listing Five)
-SIGNALS = ("CONFIG", "GO_INIT", "NEWPROC", "NEWSCOM", "MSGSTART", "COMMCOST", "SYSCONT",
-           "MSGCONT", "EVENTHORIZON", "UPPR_PROC", "UPPR_SCOM", "UPPR_END", "MSGEND", "GO_END")
 
 
 @dataclass
@@ -55,7 +53,7 @@ class Sink:
 
     def directory(self, ctx: RunContext | None) -> Path:
         """The directory this sink writes into (created), or a one-line input error."""
-        from ccmod.io import ensure_dir
+        from ccmod.atomic import ensure_dir
         d = self.out_dir if self.out_dir is not None else getattr(ctx, "out_dir", None)
         if d is None:
             raise CcmodInputError(f"sink '{self.name}' needs an output directory",

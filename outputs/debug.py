@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccmod.io import atomic_path
+from ccmod.atomic import atomic_path
 from ccmod.outputs.base import SIGNALS, Sink
+from ccmod.outputs.registry import SINKS
 
 
+@SINKS.register()
 class DebugSink(Sink):
     """Text dump of every evaluation signal (time, signal name, arguments).
 
@@ -29,6 +31,8 @@ class DebugSink(Sink):
 
     name = "debug"
     description = "full signal trace as text (the article's otrdeb): debug.txt"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "debug.txt"
     wants_signals = True
 
     def __init__(self, out_dir=None, file: str = "debug.txt"):

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ccmod.io import atomic_path, atomic_write_text
-from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT,
-                          Sink)
-from ccmod.outputs.base import STATE_IDLE
+from ccmod.atomic import atomic_path, atomic_write_text
+from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_IDLE, STATE_RECV, STATE_SEND,
+                                STATE_WAIT, Sink)
 from ccmod.outputs.intervals import fill_idle, sanitize_states
 from ccmod.outputs.sinkdata import message_arrays, nodes_of, state_arrays
+from ccmod.outputs.registry import SINKS
 from ccmod.outputs.timebase import seconds_to_ns
 
 #: ccmod state code → (Paraver state value, label, RGB)
@@ -54,6 +54,7 @@ def _header_date() -> str:
     return time.strftime("%d/%m/%Y at %H:%M", t)
 
 
+@SINKS.register()
 class ParaverSink(Sink):
     """Paraver ``.prv``/``.pcf``/``.row`` (states + communications, ns).
 
@@ -66,6 +67,8 @@ class ParaverSink(Sink):
 
     name = "paraver"
     description = "Paraver trace (.prv + .pcf + .row): rank states and communications"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "trace.prv, trace.pcf, trace.row"
 
     def __init__(self, out_dir=None, prefix: str = "trace"):
         super().__init__(out_dir)

@@ -34,11 +34,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ccmod.atomic import atomic_path, atomic_write_text
 from ccmod.errors import CcmodInputError
-from ccmod.io import atomic_path, atomic_write_text
+from ccmod.jsonio import dumps
 from ccmod.outputs.base import ALL_STATE_NAMES, STATE_IDLE, STATE_NAMES, Sink
 from ccmod.outputs.intervals import idle_gaps, state_codes
-from ccmod.outputs.jsonout import dumps
+from ccmod.outputs.registry import SINKS
 
 _STATE_DICT = pa.array(list(ALL_STATE_NAMES), pa.string())
 STATE_SCHEMA = pa.schema([("rank", pa.int32()), ("state", pa.dictionary(pa.int8(), pa.string())),
@@ -52,6 +53,7 @@ def _table(df: pd.DataFrame, path: Path, compression: str) -> None:
                        compression=compression)
 
 
+@SINKS.register()
 class ParquetSink(Sink):
     """Columnar run directory: messages, rank states, link load, ranks, links, run.json.
 
@@ -65,6 +67,8 @@ class ParquetSink(Sink):
 
     name = "parquet"
     description = "run directory of Parquet tables (messages, rank states, link load) + run.json"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "messages/rank_states/link_load/ranks/links/resources.parquet, run.json"
 
     def __init__(self, out_dir=None, compression: str = "zstd"):
         super().__init__(out_dir)

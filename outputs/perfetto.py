@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ccmod.io import atomic_path
-from ccmod.outputs.base import Sink
-from ccmod.outputs.base import ALL_STATE_NAMES
+from ccmod.atomic import atomic_path
+from ccmod.outputs.base import ALL_STATE_NAMES, Sink
 from ccmod.outputs.intervals import fill_idle, sanitize_states
-from ccmod.outputs.sinkdata import load_arrays, message_arrays, nodes_of, resource_names
-from ccmod.outputs.sinkdata import state_arrays
+from ccmod.outputs.registry import SINKS
+from ccmod.outputs.sinkdata import (load_arrays, message_arrays, nodes_of, resource_names,
+                                    state_arrays)
 from ccmod.outputs.timebase import seconds_to_ns
 
 
@@ -43,6 +43,7 @@ def _ts(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
+@SINKS.register()
 class PerfettoSink(Sink):
     """Chrome/Perfetto trace-event JSON: rank tracks, message flows, link counters.
 
@@ -59,6 +60,8 @@ class PerfettoSink(Sink):
 
     name = "perfetto"
     description = "Chrome trace-event JSON (ui.perfetto.dev): rank tracks, message flows, link counters"
+    #: files it writes into the run directory (shown by ``ccmod sinks``)
+    files = "trace.json"
     wants_link_load = True
 
     def __init__(self, out_dir=None, file: str = "trace.json", max_flows: int = 200_000,

@@ -19,8 +19,9 @@ import math
 import re
 from pathlib import Path
 
-from ccmod.io import atomic_write_text
+from ccmod.atomic import atomic_write_text
 from ccmod.outputs.knee import knee_series, knee_verdict, resolve_knee_runs
+from ccmod.units import fmt_bytes, fmt_num, fmt_pct, fmt_s
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;
@@ -36,46 +37,6 @@ nav a{margin-right:1em;font-size:.9em}.row{display:flex;flex-wrap:wrap;gap:1.5em
 
 
 # ----------------------------------------------------------------------------- format
-def fmt_s(x) -> str:
-    """Seconds with an adapted unit (``1.23 ms``)."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "–"
-    x = float(x)
-    for div, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-        if abs(x) >= div or unit == "ns":
-            return f"{x / div:.4g} {unit}"
-    return f"{x:.4g} s"  # pragma: no cover
-
-
-def fmt_bytes(x) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "–"
-    x = float(x)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(x) < 1024 or unit == "TiB":
-            return f"{x:.4g} {unit}" if unit != "B" else f"{int(x)} B"
-        x /= 1024
-    return f"{x:.4g} TiB"  # pragma: no cover
-
-
-def fmt_num(x, digits: int = 4) -> str:
-    try:
-        xf = float(x)
-    except (TypeError, ValueError):
-        return "–" if x is None else str(x)
-    if not math.isfinite(xf):
-        return "–"
-    if xf.is_integer() and abs(xf) < 1e15:
-        return f"{int(xf):,}"
-    return f"{xf:.{digits}g}"
-
-
-def fmt_pct(x) -> str:
-    if x is None or not math.isfinite(float(x)):
-        return "–"
-    return f"{100 * float(x):.1f} %"
-
-
 def _esc(x) -> str:
     return html.escape(str(x), quote=True)
 
@@ -349,7 +310,7 @@ def stable_ids(doc: str) -> str:
 def write_static(run, out_dir, formats=("png", "svg"), background_levels=None,
                  knee_runs=None, run_dir=None) -> list[Path]:
     """Draw each report figure once (matplotlib) and save it in every format asked for."""
-    from ccmod.io import ensure_dir
+    from ccmod.atomic import ensure_dir
     from ccmod.outputs import figures as fg
     from ccmod.outputs.parquet import load_result
     if isinstance(run, (str, Path)):

@@ -1,6 +1,6 @@
-"""Front-end of the output sinks: registration of the built-ins, ``make_sinks``, ``write_all``.
+"""Front-end of the output sinks: ``make_sinks``, ``write_all`` and ``list_sinks``.
 
-Importing this module registers every built-in sink in :data:`outputs.registry.SINKS`
+Built-in sinks register in :data:`outputs.registry.SINKS` where they are defined
 (third-party sinks come through the ``ccmod.sinks`` entry-point group).
 
 Sink specifications are comma-separated names, each optionally followed by
@@ -11,112 +11,30 @@ before them::
 """
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 from ccmod.errors import CcmodInputError
 from ccmod.outputs.base import Sink
-from ccmod.outputs.debug import DebugSink
-from ccmod.outputs.paraver import ParaverSink
-from ccmod.outputs.parquet import ParquetSink
-from ccmod.outputs.perfetto import PerfettoSink
 from ccmod.outputs.registry import SINKS
-
-#: built-in sinks and the files each writes into the run directory
-BUILTIN = {
-    "debug": (DebugSink, "debug.txt"),
-    "parquet": (ParquetSink, "messages/rank_states/link_load/ranks/links/resources.parquet, "
-                             "run.json"),
-    "perfetto": (PerfettoSink, "trace.json"),
-    "paraver": (ParaverSink, "trace.prv, trace.pcf, trace.row"),
-}
-
-for _name, (_cls, _files) in BUILTIN.items():
-    SINKS.add(_name, _cls, _cls.description)
+from ccmod.registry import split_specs
 
 
 def split_spec(spec: str, source: str = "--sink") -> list[tuple[str, dict[str, str]]]:
     """Split ``"a,b:k=v,k2=v2,c"`` into ``[(a, {}), (b, {k: v, k2: v2}), (c, {})]``."""
-    out: list[tuple[str, dict[str, str]]] = []
-    for raw in spec.split(","):
-        item = raw.strip()
-        if not item:
-            continue
-        name, colon, rest = item.partition(":")
-        if not colon and "=" in item:
-            if not out:
-                raise CcmodInputError(f"parameter '{item}' comes before any sink name",
-                                      source=source, hint="use NAME[:key=value,...]")
-            key, _, value = item.partition("=")
-            params = out[-1][1]
-        else:
-            name = name.strip()
-            if not name or "=" in name:
-                raise CcmodInputError(f"bad sink '{item}'", source=source,
-                                      hint="use NAME[:key=value,...]")
-            params = {}
-            out.append((name, params))
-            if not rest.strip():
-                continue
-            key, eq, value = rest.partition("=")
-            if not eq:
-                raise CcmodInputError(f"parameter '{rest}' of sink '{name}' is not key=value",
-                                      source=source)
-        key = key.strip()
-        if not key:
-            raise CcmodInputError(f"empty parameter name in '{item}'", source=source)
-        if key in params:
-            raise CcmodInputError(f"parameter '{key}' given twice for sink '{out[-1][0]}'",
-                                  source=source)
-        params[key] = value.strip()
-    return out
+    return split_specs(spec, source, label="sink")
 
 
 def sink_params(factory) -> dict[str, object]:
     """Parameters (name → default) a sink factory accepts besides ``out_dir``."""
-    try:
-        sig = inspect.signature(factory)
-    except (TypeError, ValueError):
-        return {}
-    return {p.name: p.default for p in sig.parameters.values()
-            if p.name not in ("self", "out_dir") and p.kind in
-            (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-
-
-def _convert(sink: str, key: str, text: str, default, source: str):
-    try:
-        if isinstance(default, bool):
-            low = text.lower()
-            if low not in ("1", "0", "true", "false", "yes", "no"):
-                raise ValueError
-            return low in ("1", "true", "yes")
-        if isinstance(default, int):
-            v = float(text)
-            if not v.is_integer() or v < 0:
-                raise ValueError
-            return int(v)
-        if isinstance(default, float):
-            return float(text)
-    except ValueError:
-        kind = "boolean" if isinstance(default, bool) else (
-            "non-negative integer" if isinstance(default, int) else "number")
-        raise CcmodInputError(f"parameter '{key}={text}' of sink '{sink}' is not a {kind}",
-                              source=source) from None
-    return text
+    from ccmod.registry import signature_params
+    return {k: p.default for k, p in (signature_params(factory, SINKS.skip_params) or {}).items()}
 
 
 def make_sink(name: str, out_dir=None, params: dict[str, str] | None = None,
               source: str = "--sink") -> Sink:
     """Instantiate one registered sink with raw string parameters."""
     entry = SINKS.get(name, source=source)
-    declared = sink_params(entry.factory)
-    kwargs = {}
-    for key, text in (params or {}).items():
-        if key not in declared:
-            raise CcmodInputError(f"unknown parameter '{key}' for sink '{name}'", source=source,
-                                  hint=("valid: " + ", ".join(sorted(declared))) if declared
-                                  else "it takes no parameters")
-        kwargs[key] = _convert(name, key, text, declared[key], source)
+    kwargs = SINKS.convert(name, dict(params or {}), source=source)
     try:
         return entry.factory(out_dir=None if out_dir is None else Path(out_dir), **kwargs)
     except TypeError:
@@ -167,13 +85,11 @@ def make_sinks(spec, out_dir=None, source: str = "--sink") -> list[Sink]:
 
 
 def list_sinks() -> list[dict]:
-    """Rows (name, description, files, parameters) of every registered sink."""
+    """Rows (name, description, params, origin, files, parameters) of every sink."""
     rows = []
-    for e in SINKS.entries():
-        files = BUILTIN.get(e.name, (None, ""))[1]
-        params = ", ".join(f"{k}={v}" for k, v in sink_params(e.factory).items())
-        rows.append({"name": e.name, "description": e.description, "files": files,
-                     "parameters": params})
+    for r in SINKS.listing():
+        f = SINKS.get(r["name"]).factory
+        rows.append({**r, "files": getattr(f, "files", ""), "parameters": r["params"]})
     return rows
 
 

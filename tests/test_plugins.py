@@ -88,3 +88,51 @@ def test_broken_plugin_is_reported_not_fatal(monkeypatch):
     assert "bad" in r.names()
     with pytest.raises(CcmodInputError, match="failed to load"):
         r.get("bad").factory()
+
+
+def test_plugin_with_a_builtin_name_is_reported_not_dropped(monkeypatch):
+    import ccmod.registry as reg
+    from ccmod.netsys.registry import NETWORKS
+
+    class Impostor(Ring):
+        name = "star"
+
+    monkeypatch.setattr(reg.metadata, "entry_points",
+                        lambda group=None: [FakeEntryPoint("star", Impostor)]
+                        if group == "ccmod.networks" else [])
+    monkeypatch.setattr(NETWORKS, "_loaded_eps", False)
+    monkeypatch.setattr(NETWORKS, "shadowed", [])
+    with pytest.warns(reg.PluginWarning, match="'star'.*ignored: a built-in network"):
+        assert "star" in NETWORKS.names()
+    assert NETWORKS.get("star").factory is not Impostor          # the built-in stays
+    rows = [r for r in NETWORKS.listing() if r["name"] == "star"]
+    assert len(rows) == 2 and "ignored" in rows[1]["description"]
+
+
+def test_one_spec_parser_and_converter_for_every_family():
+    from ccmod.outputs.registry import SINKS
+    from ccmod.registry import Param, convert_value, parse_spec
+    from ccmod.sharing import SHARING_RULES
+    from ccmod.workloads.registry import GENERATORS, READERS
+    assert parse_spec("halo2d: px=4 ,py=2") == ("halo2d", {"px": "4", "py": "2"})
+    p = Param(int, 1, "how many")
+    assert convert_value("1e3", p, key="n", plugin="x") == 1000
+    assert convert_value("1_000", p, key="n", plugin="x") == 1000
+    with pytest.raises(CcmodInputError, match=r"'n=2.5' of plugin 'x' is not a valid int"):
+        convert_value("2.5", p, key="n", plugin="x")
+    assert convert_value("yes", Param(bool, False), key="b", plugin="x") is True
+    # every family lists the same row shape and fails the same way on unknown names
+    for reg_ in (NETWORKS_(), READERS, GENERATORS, SINKS, SHARING_RULES):
+        rows = reg_.listing()
+        assert rows and all({"name", "description", "params", "origin"} <= set(r) for r in rows)
+        with pytest.raises(CcmodInputError, match=f"unknown {reg_.kind} 'nope'.*valid: "):
+            reg_.get("nope")
+    # typed parameters from a signature (generators) and from a declaration (networks)
+    assert GENERATORS.resolve("ring:nranks=1e1")[1] == {"nranks": 10}
+    assert NETWORKS_().resolve("star:bandwidth=1e9")[1] == {"bandwidth": 1e9}
+    assert READERS.params_of("ti")["syntax"].default == "auto"
+
+
+def NETWORKS_():
+    from ccmod.netsys.registry import NETWORKS
+    return NETWORKS

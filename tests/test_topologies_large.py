@@ -224,3 +224,27 @@ def test_link_table_columns():
     row = t.iloc[0]
     assert (row["from"], row["to"], row["direction"]) == ("host0", "sw1.0", "up")
     assert t.iloc[1]["from"] == "sw1.0"
+
+
+@pytest.mark.slow
+def test_jmachine_example_trace_runs_on_the_ecube_mesh():
+    import ccmod
+    from conftest import TRACES
+    r = ccmod.run(TRACES / "jmachine512-snakes.ti", "mesh:dims=8x8x8", send_mode="eager")
+    assert r.network["nodes"] == 512 and len(r.messages) == 2048
+    m = r.messages
+    s, d = m["src"].to_numpy(), m["dst"].to_numpy()
+    coords = lambda x: np.stack([x % 8, x // 8 % 8, x // 64], 1)  # noqa: E731
+    manhattan = np.abs(coords(s) - coords(d)).sum(1)
+    assert np.array_equal(m["hops"].to_numpy(), np.where(s == d, 0, 2 + manhattan))
+    assert r.makespan_s > 0
+
+
+@pytest.mark.parametrize("name", ["fattree", "dragonfly"])
+def test_plain_names_run_and_are_listed(name):
+    from ccmod.netsys.networks import list_networks, network_params
+    net = make_network(name, 5)
+    assert net.nnodes >= 5
+    assert name in set(list_networks()["name"])
+    params = network_params(name)
+    assert len(params) == len(type(net).params) and params["doc"].str.len().min() > 0

@@ -10,25 +10,15 @@ readers come through the ``ccmod.readers`` entry-point group.
 """
 from __future__ import annotations
 
-import math
 import os
 import struct
 import zlib
 from pathlib import Path
 
 from ccmod.errors import CcmodError, CcmodInputError
-from ccmod.workloads._common import optional_module
+from ccmod.options import check_option
 from ccmod.workloads.base import Workload
 from ccmod.workloads.registry import READERS
-
-#: reader modules shipped with ccmod; a missing one (not written / not installed) is skipped
-_READER_MODULES = ("ccmod.workloads.ti", "ccmod.workloads.tabular", "ccmod.workloads.otf2_reader",
-                   "ccmod.workloads.dumpi", "ccmod.workloads.paraver", "ccmod.workloads.liballprof",
-                   "ccmod.workloads.generators")
-
-for _mod in _READER_MODULES:
-    optional_module(_mod)
-del _mod
 
 __all__ = ["read_workload", "detect_format", "list_formats", "Workload"]
 
@@ -124,13 +114,8 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
         naming the file and line).
     """
     p = _check_path(path)
-    from ccmod.workloads.units import parse_compute_rate
-    compute_rate = parse_compute_rate(compute_rate)   # also SimGrid's '20kf', '1Gf'
-
-    if not (isinstance(compute_scale, (int, float)) and math.isfinite(compute_scale)
-            and compute_scale >= 0):
-        raise CcmodInputError(f"compute scale must be a number >= 0, got {compute_scale!r}",
-                              source="--compute-scale")
+    compute_rate = check_option("compute_rate", compute_rate)   # also SimGrid's '20kf', '1Gf'
+    compute_scale = check_option("compute_scale", compute_scale)
     if isinstance(collectives, str):
         collectives = _parse_collectives(collectives)
     if fmt in (None, "", "auto"):
@@ -154,11 +139,8 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
 def _parse_collectives(text: str) -> dict:
     if not text.strip():
         return {}
-    mod = optional_module("ccmod.workloads.collectives")
-    if mod is None:
-        raise CcmodInputError("collective algorithms need workloads.collectives "
-                              "(not installed)", source="--collectives")
-    return mod.parse_collective_option(text)
+    from ccmod.workloads.collectives import parse_collective_option
+    return parse_collective_option(text)
 
 
 #: formats :func:`workloads.info.convert` can write
@@ -169,9 +151,9 @@ def list_formats():
     """Registered trace formats as a DataFrame (format, readable, writable, description)."""
     import pandas as pd
     rows = []
-    for e in READERS.entries():
-        f = e.factory
-        exts = getattr(f, "extensions", ())
-        rows.append({"format": e.name, "writable": e.name in WRITABLE,
-                     "extensions": " ".join(exts), "description": e.description})
-    return pd.DataFrame(rows, columns=["format", "writable", "extensions", "description"])
+    for r in READERS.listing():
+        f = READERS.get(r["name"]).factory if r["name"] in READERS else None
+        rows.append({**r, "format": r["name"], "writable": r["name"] in WRITABLE,
+                     "extensions": " ".join(getattr(f, "extensions", ()))})
+    return pd.DataFrame(rows, columns=["name", "description", "params", "origin", "format",
+                                       "writable", "extensions"])

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import gzip
-import importlib
 import os
 import struct
 import zlib
@@ -46,20 +45,6 @@ COLLECTIVE_KINDS = {
 #: exceptions a parser may raise on malformed input (converted to CcmodInputError)
 BAD_INPUT = (OSError, ValueError, struct.error, KeyError, IndexError, EOFError, zlib.error,
              gzip.BadGzipFile, UnicodeDecodeError, OverflowError, TypeError, AttributeError)
-
-
-def optional_module(name: str):
-    """Import the module ``name``; None when that module itself is not installed.
-
-    An import error *inside* the module (one of its own dependencies missing) still
-    propagates, so a broken module is not mistaken for an absent one.
-    """
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return None
 
 
 def numbered_rank_files(path: str, regex, glob_tail: str, label: str,

@@ -32,13 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-(OP_COMPUTE, OP_SEND, OP_RECV, OP_ISEND, OP_IRECV, OP_WAIT, OP_WAITALL, OP_BARRIER,
- OP_AMREQUEST) = range(9)
-OP_NAMES = ("compute", "send", "recv", "isend", "irecv", "wait", "waitall", "barrier",
-            "amrequest")
-#: op codes that post a message send / a message receive
-SEND_OPS = (OP_SEND, OP_ISEND)
-RECV_OPS = (OP_RECV, OP_IRECV)
+# op codes are shared with the engine, so they live in the core (re-exported here)
+from ccmod.codes import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV,  # noqa: F401
+                         OP_ISEND, OP_NAMES, OP_RECV, OP_SEND, OP_WAIT, OP_WAITALL, RECV_OPS,
+                         SEND_OPS)
 
 
 @dataclass

@@ -56,6 +56,7 @@ def _assemble(fmt, per_rank, files, type_sizes, compute_scale, collectives, extr
     return asm.build(records=nrec, **extra_meta)
 
 
+@READERS.register()
 class DumpiReader:
     """SST DUMPI binary trace (.meta file or one of its .bin files)."""
 
@@ -215,6 +216,7 @@ def parse_ascii(path: str):
     return calls, sizes
 
 
+@READERS.register()
 class DumpiAsciiReader:
     """dumpi2ascii text dumps, one PREFIX-NNNN.txt per rank."""
 
@@ -280,7 +282,3 @@ class DumpiAsciiReader:
             w.meta["notes"].append("the dump has no datatype size table: LP64 sizes of the "
                                    "predefined MPI datatypes were used")
         return w
-
-
-READERS.add(DumpiReader.name, DumpiReader, DumpiReader.description)
-READERS.add(DumpiAsciiReader.name, DumpiAsciiReader, DumpiAsciiReader.description)

@@ -24,6 +24,7 @@ from ccmod.errors import CcmodInputError
 
 from ccmod.workloads.base import Workload, WorkloadBuilder
 from ccmod.workloads.gen_common import Reqs, check_nonneg, check_ranks, draw, finish, need, pick_other
+from ccmod.workloads.registry import GENERATORS
 
 TAG_REQUEST, TAG_REPLY = 1, 2
 
@@ -104,6 +105,9 @@ def _request_reply(b: WorkloadBuilder, nranks: int, cycles: dict, work_first: bo
                 b.send(r, c, pb, tag=TAG_REPLY)
 
 
+@GENERATORS.register(
+    "client_server",
+    "closed client-server: exponential think and service times, Ps servers, Pc clients")
 def client_server(servers: int = 1, clients: int = 7, requests: int = 20, think_s: float = 1e-4,
                   service_s: float = 2e-5, request_bytes: int = 64, reply_bytes: int = 1024,
                   think_dist: str = "exponential", service_dist: str = "exponential",
@@ -141,6 +145,9 @@ def client_server(servers: int = 1, clients: int = 7, requests: int = 20, think_
                   roles={"servers": list(range(servers))})
 
 
+@GENERATORS.register(
+    "workpile",
+    "LoPC work-pile: clients fetch chunks from random servers, work W")
 def workpile(nranks: int = 32, servers: int = 4, chunks: int = 20, work_s: float = 1e-4,
              handler_s: float = 1e-5, request_bytes: int = 16, reply_bytes: int = 256,
              work_dist: str = "exponential", handler_dist: str = "exponential",
@@ -175,6 +182,9 @@ def workpile(nranks: int = 32, servers: int = 4, chunks: int = 20, work_s: float
                   roles={"servers": list(range(servers))})
 
 
+@GENERATORS.register(
+    "reqreply",
+    "LoPC all-to-all request/reply: work W, request to a random node, handler So, reply")
 def reqreply(nranks: int = 32, requests: int = 20, work_s: float = 1e-4, handler_s: float = 1e-5,
              request_bytes: int = 16, reply_bytes: int = 16, work_dist: str = "exponential",
              handler_dist: str = "exponential", imbalance: float = 1.0, hot_rank: int = 0,
@@ -223,6 +233,9 @@ def reqreply(nranks: int = 32, requests: int = 20, work_s: float = 1e-4, handler
                              hot_rank=hot_rank, model=model), seed)
 
 
+@GENERATORS.register(
+    "snakes",
+    "J-Machine Snakes: closed random task migration, N*m snakes of L hops")
 def snakes(nranks: int = 64, snakes: int = 5, hops: int = 20, nbytes: int = 12,
            handler_s: float = 6.5e-6, handler_dist: str = "deterministic", latency_s: float = 0.0,
            imbalance: float = 1.0, hot_rank: int = 0, barrier: bool = True,
@@ -308,6 +321,9 @@ def snakes(nranks: int = 64, snakes: int = 5, hops: int = 20, nbytes: int = 12,
                              barrier=barrier), seed)
 
 
+@GENERATORS.register(
+    "hotspot",
+    "J-Machine hot spot: Snakes or request/reply with one rank B times as popular")
 def hotspot(nranks: int = 64, pattern: str = "snakes", imbalance: float = 1.35, hot_rank: int = 0,
             per_rank: int = 5, hops: int = 20, nbytes: int = 12, handler_s: float = 6.5e-6,
             work_s: float = 1e-4, seed: int = 0) -> Workload:

@@ -13,8 +13,12 @@ import numpy as np
 from ccmod.workloads import collectives
 from ccmod.workloads.base import Workload, WorkloadBuilder
 from ccmod.workloads.gen_common import Reqs, check_nonneg, check_ranks, draw, finish, need, pick_other
+from ccmod.workloads.registry import GENERATORS
 
 
+@GENERATORS.register(
+    "alltoall",
+    "repeated MPI_Alltoall of nbytes per block (collective decomposition)")
 def alltoall(nranks: int = 16, iterations: int = 10, nbytes: int = 65536,
              compute_s: float = 0.0, algorithm: str = "auto", seed: int = 0) -> Workload:
     """``iterations`` MPI_Alltoall calls of ``nbytes`` per destination block.
@@ -54,6 +58,9 @@ def alltoall(nranks: int = 16, iterations: int = 10, nbytes: int = 65536,
     return w
 
 
+@GENERATORS.register(
+    "uniform",
+    "uniform random traffic: each rank sends to random other ranks in rounds")
 def uniform(nranks: int = 16, iterations: int = 100, nbytes: int = 4096, fanout: int = 1,
             compute_s: float = 1e-5, dist: str = "exponential", seed: int = 0) -> Workload:
     """Uniform random traffic in rounds.
@@ -88,6 +95,9 @@ def uniform(nranks: int = 16, iterations: int = 100, nbytes: int = 4096, fanout:
                              compute_s=compute_s, dist=dist), seed)
 
 
+@GENERATORS.register(
+    "ring",
+    "ring: every rank shifts nbytes to its right neighbour (or a token circulates)")
 def ring(nranks: int = 8, iterations: int = 10, nbytes: int = 1 << 20, compute_s: float = 0.0,
          mode: str = "shift", seed: int = 0) -> Workload:
     """Ring communication.
@@ -181,6 +191,7 @@ def _halo(g: str, dims: tuple[int, ...], iterations: int, nbytes: int, compute_s
     return finish(b, g, params, seed)
 
 
+@GENERATORS.register("halo2d", "2D nearest-neighbour halo exchange on a px x py grid")
 def halo2d(px: int = 4, py: int = 4, iterations: int = 10, nbytes: int = 8192,
            compute_s: float = 1e-4, periodic: bool = True, dist: str = "deterministic",
            seed: int = 0) -> Workload:
@@ -194,6 +205,7 @@ def halo2d(px: int = 4, py: int = 4, iterations: int = 10, nbytes: int = 8192,
                       periodic=periodic, dist=dist))
 
 
+@GENERATORS.register("halo3d", "3D nearest-neighbour halo exchange on a px x py x pz grid")
 def halo3d(px: int = 4, py: int = 4, pz: int = 4, iterations: int = 10, nbytes: int = 8192,
            compute_s: float = 1e-4, periodic: bool = True, dist: str = "deterministic",
            seed: int = 0) -> Workload:
@@ -207,6 +219,9 @@ def halo3d(px: int = 4, py: int = 4, pz: int = 4, iterations: int = 10, nbytes: 
 OCTANTS = tuple(itertools.product((-1, 1), (-1, 1), (-1, 1)))
 
 
+@GENERATORS.register(
+    "wavefront",
+    "Sweep3D-like pipelined wavefront: px x py ranks, 8 octants, k-blocks")
 def wavefront(px: int = 4, py: int = 4, kblocks: int = 10, angle_blocks: int = 1,
               octants: int = 8, iterations: int = 1, nbytes_x: int = 4096, nbytes_y: int = 4096,
               block_compute_s: float = 1e-5, dist: str = "deterministic",

@@ -127,6 +127,7 @@ def parse_file(path: str):
     return calls, meta
 
 
+@READERS.register()
 class LiballprofReader:
     """liballprof 'collprof' and 'htor's PMPI Tracer' text traces (one file per rank)."""
 
@@ -273,6 +274,3 @@ def _waitall_set(count, arr, addr_req, order, asm):
     asm.note("some MPI_Waitall request arrays could not be matched to posted requests; the "
              "most recent outstanding requests were used (waitall_guessed)")
     return list(order[-count:])
-
-
-READERS.add(LiballprofReader.name, LiballprofReader, LiballprofReader.description)

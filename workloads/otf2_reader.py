@@ -168,6 +168,7 @@ class _Ranks:
         return (ref,)
 
 
+@READERS.register()
 class Otf2Reader:
     """Score-P OTF2 trace (anchor ``traces.otf2``) via the ``otf2`` bindings."""
 
@@ -392,6 +393,3 @@ def _collective(asm, ranks, rank, ev, ln, fid, t):
     asm.collective(rank, kind, ranks.comm_key(comm, rank), mem, local,
                    root=max(root, 0), sent_total=sent, recv_total=recvd, line=ln, fid=fid,
                    t_s=t, **kw)
-
-
-READERS.add(Otf2Reader.name, Otf2Reader, Otf2Reader.description)

@@ -162,6 +162,7 @@ class _Call:
         return nm
 
 
+@READERS.register()
 class ParaverReader:
     """Paraver .prv/.prv.gz trace (Extrae); MPI call names from the .pcf."""
 
@@ -546,6 +547,3 @@ def _collective(asm, r, c, kind, comms, world, fid, t_s):
     asm.collective(r, kind, ("comm", comm), mem, local, root=-1,
                    is_root=bool(g.get(_GROOT)), sent_total=snd, recv_total=rcv, fid=fid,
                    t_s=t_s, **kw)
-
-
-READERS.add(ParaverReader.name, ParaverReader, ParaverReader.description)

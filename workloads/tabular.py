@@ -34,9 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.io import atomic_path
+from ccmod.atomic import atomic_path
 from ccmod.workloads.base import OP_NAMES, Workload
 from ccmod.workloads.registry import READERS
+from ccmod.jsonio import json_default
 
 FORMAT_VERSION = "1"
 #: (column, numpy dtype) in file order
@@ -48,15 +49,7 @@ _OPCODE = {n: i for i, n in enumerate(OP_NAMES)}
 
 
 def _json_meta(meta: dict) -> str:
-    return json.dumps(meta, default=_jsonable, sort_keys=True)
-
-
-def _jsonable(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+    return json.dumps(meta, default=json_default, sort_keys=True)
 
 
 def _rank_col(w: Workload) -> np.ndarray:
@@ -111,6 +104,7 @@ def _from_columns(cols: dict, nranks: int | None, files, meta, source: str) -> W
                     **{k: cols[k] for k, _ in COLUMNS[1:]}, files=list(files), meta=dict(meta))
 
 
+@READERS.register()
 class ParquetReader:
     """ccmod's own Parquet record layout (lossless; fastest to re-read)."""
 
@@ -217,7 +211,7 @@ def write_csv(workload: Workload, path) -> Path:
     with atomic_path(path) as tmp:
         with open(tmp, "w", newline="") as f:
             f.write(CSV_MAGIC + "\n")
-            f.write("# " + json.dumps(head, default=_jsonable, sort_keys=True) + "\n")
+            f.write("# " + json.dumps(head, default=json_default, sort_keys=True) + "\n")
             df.to_csv(f, index=False, float_format="%.17g", lineterminator="\n")
     return path
 
@@ -291,6 +285,7 @@ def _read_ccmod_csv(path: Path, compute_scale: float) -> Workload:
     return w
 
 
+@READERS.register()
 class CSVReader:
     """CSV: ccmod's own record CSV, or a pipit-style event CSV (Enter/Leave/Instant)."""
 
@@ -339,7 +334,3 @@ class CSVReader:
         w.meta["format"] = "csv"
         w.meta.setdefault("compute_rate", compute_rate)
         return w
-
-
-READERS.add("parquet", ParquetReader, ParquetReader.description)
-READERS.add("csv", CSVReader, CSVReader.description)

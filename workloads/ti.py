@@ -123,6 +123,7 @@ def folder_files(folder: Path) -> list[Path]:
     return sorted(files, key=_natural_key)
 
 
+@READERS.register()
 class TIReader:
     """SimGrid time-independent trace: one file, per-rank files + description, or a folder."""
 
@@ -253,6 +254,3 @@ class TIReader:
 def _parser_opts(opts: dict) -> dict:
     return {k: opts[k] for k in ("compute_rate", "compute_scale", "collectives", "syntax",
                                  "elem_bytes", "wait_ids")}
-
-
-READERS.add("ti", TIReader, TIReader.description)

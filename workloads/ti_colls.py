@@ -31,7 +31,6 @@ executes them *after* the data movement, so ccmod appends one OP_COMPUTE of
 """
 from __future__ import annotations
 
-from ccmod.workloads._common import optional_module
 
 #: SimGrid datatype id -> size in bytes (ids 0..6 are the 2014 table; the current
 #: table extends it, see ``smpi_datatype.cpp``; LP64 sizes).
@@ -255,9 +254,6 @@ def get_expand():
     """Import ``workloads.collectives.expand`` lazily (it is a separate module)."""
     global _expand
     if _expand is None:
-        mod = optional_module("ccmod.workloads.collectives")
-        if mod is None:
-            raise ArgError("collective actions need the module workloads.collectives, "
-                           "which is not installed")
-        _expand = mod.expand
+        from ccmod.workloads.collectives import expand
+        _expand = expand
     return _expand

@@ -24,7 +24,7 @@ from collections import defaultdict
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.io import atomic_path, atomic_write_text, ensure_dir
+from ccmod.atomic import atomic_path, atomic_write_text, ensure_dir
 from ccmod.workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                             OP_SEND, OP_WAIT, OP_WAITALL, Workload)
 

@@ -133,7 +133,7 @@ def profile(workload, network, node_of_rank=None, sharing: str = "ccmod",
     So_s : float, optional
         Override the LoPC handler time (else the mean of the handler computes found).
     """
-    from ccmod.api import INTRA_BANDWIDTH_BPS, INTRA_LATENCY_S
+    from ccmod.options import INTRA_BANDWIDTH_BPS, INTRA_LATENCY_S
     from ccmod.compile import compile_messages
 
     if link_demand not in LINK_DEMANDS:
@@ -450,26 +450,27 @@ class CrossCheck:
         return out
 
 
-def crosscheck(trace, network="star", *, sharing: str = "ccmod", send_mode: str = "rendezvous",
-               compute_rate: float = 1e9, cost=None, mapping=None, fmt: str = "auto",
-               So_s: float | None = None, link_demand: str = "bottleneck") -> CrossCheck:
+def crosscheck(trace, network="star", options=None, *, So_s: float | None = None,
+               link_demand: str = "bottleneck", **option_values) -> CrossCheck:
     """Run the engine and the analytic models on the same trace and network.
 
-    Parameters are those of :func:`ccmod.api.run` (no background load), plus ``So_s`` (LoPC
-    handler time override) and ``link_demand`` (see the module docstring).
+    ``options`` (a :class:`~ccmod.options.RunOptions`) and ``option_values`` are those of
+    :func:`ccmod.api.run` (the analytic models assume no background load), plus ``So_s``
+    (LoPC handler time override) and ``link_demand`` (see the module docstring).
     """
     from ccmod import api
     from ccmod.netsys.mapping import rank_to_node
+    from ccmod.options import RunOptions
 
-    w = api.load_workload(trace, fmt, compute_rate)
-    nor = rank_to_node(mapping, w.nranks)
+    opts = RunOptions.make(options, **option_values)
+    w = api.load_workload(trace, **opts.load_kwargs())
+    nor = rank_to_node(opts.mapping, w.nranks)
     if isinstance(nor, tuple):
         nor = nor[0]
     nor = np.asarray(nor, np.int64)
-    net = api.load_network(network, int(nor.max()) + 1 if nor.size else 1, cost=cost)
-    prof = profile(w, net, nor, sharing=sharing, link_demand=link_demand, So_s=So_s)
-    res = api.run(w, net, sharing=sharing, send_mode=send_mode, mapping=mapping,
-                  record=False)
+    net = api.load_network(network, int(nor.max()) + 1 if nor.size else 1, cost=opts.cost)
+    prof = profile(w, net, nor, sharing=opts.sharing, link_demand=link_demand, So_s=So_s)
+    res = api.run(w, net, opts.replace(cost=None), record=False)
     m = mva_prediction(prof)
     lp = lopc_prediction(prof)
     eng_finish = res.ranks["finish_s"].to_numpy(float)

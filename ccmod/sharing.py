@@ -1,0 +1,21 @@
+"""The registry of sharing rules: how active messages share a resource's bandwidth.
+
+``--sharing NAME[:key=value,...]`` names one (``ccmod sharing`` lists them). The engine
+implements each rule; this module only names and documents them, so options can be
+validated (and listed) without importing the engine.
+"""
+from __future__ import annotations
+
+from ccmod.registry import Registry
+
+SHARING_RULES = Registry("sharing rule", "ccmod.sharing_rules")
+
+SHARING_RULES.add(
+    "ccmod", object,
+    "the article's rule: each message's whole quiet time is divided by its route's "
+    "bandwidth availability (BA = capacity share left by contention and background)",
+    params={})
+SHARING_RULES.add(
+    "maxmin", object,
+    "max-min fair sharing of each resource (SimGrid CM02-like); latency is not shared",
+    params={})

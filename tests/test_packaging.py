@@ -1,0 +1,56 @@
+"""One installed package: lazy imports, and no clash with a user's own modules.
+
+These run a fresh interpreter (``sys.modules`` of the test process is already full).
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_import_is_lazy(tmp_path):
+    code = ("import sys, ccmod, ccmod.netsys, ccmod.workloads, ccmod.outputs, json; "
+            "print(json.dumps(sorted(m for m in sys.modules "
+            "if m.startswith(('ccmod', 'numba', 'pandas', 'pyarrow', 'otf2')))))")
+    res = _python(code, tmp_path)
+    assert res.returncode == 0, res.stderr
+    loaded = set(json.loads(res.stdout))
+    assert {"ccmod", "ccmod.workloads", "ccmod.outputs"} <= loaded
+    heavy = {"numba", "pandas", "pyarrow", "otf2", "ccmod.kernel", "ccmod.engine",
+             "ccmod.workloads.otf2_reader", "ccmod.workloads.paraver", "ccmod.outputs.perfetto",
+             "ccmod.outputs.parquet", "ccmod.netsys.topologies"}
+    assert not (loaded & heavy), loaded & heavy
+
+
+def test_user_modules_named_like_the_rooms_do_not_shadow_ccmod(tmp_path):
+    # a user's working directory with its own outputs.py, netsys.py and workloads/
+    for name in ("outputs.py", "netsys.py"):
+        (tmp_path / name).write_text("raise ImportError('the user module was imported')\n")
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "__init__.py").write_text("raise ImportError('user workloads')\n")
+    trace = ROOT / "traces" / "pingpong.ti"
+    code = ("import ccmod; "
+            f"r = ccmod.run({str(trace)!r}, 'star', sinks=['parquet'], out_dir='run'); "
+            "import ccmod.outputs, ccmod.netsys, ccmod.workloads; "
+            "print(r.makespan_s > 0, ccmod.outputs.__file__, ccmod.workloads.__file__)")
+    res = _python(code, tmp_path)
+    assert res.returncode == 0, res.stderr
+    ok, outputs_file, workloads_file = res.stdout.split()
+    assert ok == "True" and (tmp_path / "run" / "messages.parquet").is_file()
+    assert not outputs_file.startswith(str(tmp_path))
+    assert not workloads_file.startswith(str(tmp_path))
+    # the command line too (a true subprocess, from the same directory)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cli = subprocess.run([sys.executable, "-m", "ccmod", "run", str(trace), "--json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["makespan_s"] > 0
