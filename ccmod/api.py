@@ -72,7 +72,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         synchronous SCOM), compute rate (flop/s, or SimGrid's ``20kf``) and scale, quiet
         cost, background load (a constant fraction in [0, 1) or a model spec such as
         ``"exp:mean_pps=7000,max_pps=25000,interval=1e-3,seed=1"`` or ``"file:loads.csv"``,
-        see :mod:`ccmod.netsys.background`), mapping, format, collectives, intra-node cost.
+        see :mod:`ccmod.netsys.background`), mapping (default: the placement recorded in the trace, see
+        ``--map trace``), format, collectives, intra-node cost.
     **option_values
         Any :class:`~ccmod.options.RunOptions` field by name (``sharing="maxmin"``,
         ``background=0.3``, ...), overriding ``options``.
@@ -116,7 +117,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
                       "buffered them); --eager-limit overrides")
         eager_limit_bytes = seen
     t0 = time.perf_counter()
-    node_of_rank = rank_to_node(opts.mapping, w.nranks).astype(np.int64)
+    node_of_rank, map_note = _placement(w, opts.mapping, rank_to_node)
     nodes_needed = max(count_nodes(node_of_rank), 1)
     net = load_network(network, nodes_needed, cost=opts.cost,
                        background=bg.load if bg.constant else 0.0)
@@ -135,6 +136,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     info["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
     if eager_note:
         info["notes"].append(eager_note)
+    if map_note:
+        info["notes"].append(map_note)
     if getattr(net.cost, "monotone", True) is False:
         info["notes"].append("the cost model is not monotone in message size: a bigger "
                                 "message can be cheaper at a segment start")
@@ -175,6 +178,23 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     return result
 
 
+def _placement(w, mapping, rank_to_node):
+    """Rank -> node: ``--map`` if given, else the trace's recorded placement (a note)."""
+    placed = w.meta.get("placement")
+    if mapping is None or str(mapping).strip() == "trace":
+        if placed and len(placed.get("node_of_rank", ())) == w.nranks:
+            nodes = np.asarray(placed["node_of_rank"], np.int64)
+            k = int(nodes.max()) + 1
+            names = placed.get("node_names") or []
+            shown = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+            return nodes, (f"placement from the trace ({placed.get('source', 'recorded')}): "
+                           f"{w.nranks} rank(s) on {k} node(s) ({shown}); --map overrides")
+        note = ("--map trace: the trace records no placement; one rank per node"
+                if mapping is not None else None)
+        return rank_to_node(None, w.nranks).astype(np.int64), note
+    return rank_to_node(mapping, w.nranks).astype(np.int64), None
+
+
 def _trace_notes(w, result, compute_rate) -> None:
     """Add what the summary must say about the trace (compute rate, nothing to predict)."""
     from ccmod.trace_notes import (compute_info, compute_notes, holds_no_communication,
@@ -189,6 +209,11 @@ def _trace_notes(w, result, compute_rate) -> None:
     result.options["compute"] = compute_info(w, compute_rate)
     if holds_no_communication(w):
         result.options["nothing_to_predict"] = nothing_to_predict_note(w, result.makespan_s)
+    from ccmod.trace_notes import measured_vs_predicted
+    measured = measured_vs_predicted(w, result)
+    if measured is not None:
+        result.options["measured"] = measured
+        result.measured = measured          # for the HTML report
 
 
 def _mean_level(bg, net) -> float:

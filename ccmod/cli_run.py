@@ -41,6 +41,18 @@ def print_summary(result, out=None) -> None:
     con.print(f"messages        {s['messages']:,} ({s['bytes']:,} bytes)")
     con.print(f"records         {s['records']:,} in {s['wall_s']:.3g} s "
               f"({s['records_per_s']:,.0f} records/s, {s['events']:,} event horizons)")
+    m = s.get("measured")
+    if m:
+        span = (f"; the trace spans {m['trace_span_s']:.6g} s" if "trace_span_s" in m else "")
+        ratio = m.get("makespan_ratio")
+        con.print(f"measured        {m['window_s']:.6g} s from the first to the last MPI call"
+                  f"{span}; time in MPI per rank: max {m['mpi_s_max']:.6g} s, mean "
+                  f"{m['mpi_s_mean']:.6g} s")
+        con.print(f"predicted       {m['predicted_makespan_s']:.6g} s"
+                  + (f" ({ratio:.3g}x the measured window)" if ratio is not None else "")
+                  + f"; communication + wait per rank: max {m['predicted_comm_s_max']:.6g} s,"
+                  f" mean {m['predicted_comm_s_mean']:.6g} s")
+        con.print(f"not predicted   {m['leaves_out']}")
     for note in s.get("notes", []):
         con.print(f"note            {note}")
     model = result.options.get("background_model")

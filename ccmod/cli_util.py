@@ -29,7 +29,9 @@ COMPUTE_RATE_OPT = typer.Option("1e9", callback=_compute_rate,
                                      "number or SimGrid's notation, e.g. 20kf (SMPI's "
                                      "default host speed) or 1Gf.")
 COST_OPT = typer.Option(None, help="Quiet-cost model JSON (from `ccmod fit`) or 'physical'.")
-MAP_OPT = typer.Option(None, "--map", help="Rank->node map: block:K, cyclic:K or FILE.")
+MAP_OPT = typer.Option(None, "--map", help="Rank->node map: trace (default: the placement "
+                       "recorded in the trace, else one rank per node), identity, block:K, "
+                       "cyclic:K or FILE.")
 FORMAT_OPT = typer.Option("auto", "--format", help="Trace format (see `ccmod formats`).")
 COLLECTIVE_OPT = typer.Option(None, help="Force collective algorithms, e.g. allreduce=ring.")
 JSON_OPT = typer.Option(False, "--json", help="Print one JSON object on stdout.")

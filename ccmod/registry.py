@@ -295,7 +295,7 @@ def _annotation_type(ann) -> type:
 
 def _type_desc(p: Param) -> str:
     if p.type is int:
-        return "non-negative integer" if p.min == 0 else "valid int"
+        return "non-negative integer" if p.min == 0 else "valid integer"
     if p.type is bool:
         return "boolean (yes/no)"
     return f"valid {getattr(p.type, '__name__', 'value')}"
@@ -312,7 +312,7 @@ def convert_value(text, p: Param, *, key: str, plugin: str, kind: str = "plugin"
     Raises
     ------
     CcmodInputError
-        ``parameter 'key=value' of KIND 'NAME' is not a valid int (doc; got key='value')``,
+        ``parameter 'key=value' of KIND 'NAME' is not a valid integer (doc; got key='value')``,
         or a value outside ``choices`` / below ``min``.
     """
     where = f"parameter '{key}={text}' of {kind} '{plugin}'"

@@ -104,6 +104,8 @@ class RunResult:
     meta: dict = field(default_factory=dict)
     #: ``--bounds``: best/avg/worst makespans under constant background levels (ccmod.bounds)
     bounds: dict | None = None
+    #: measured next to predicted (timestamped traces; see ccmod.trace_notes), else None
+    measured: dict | None = None
 
     @property
     def nranks(self) -> int:

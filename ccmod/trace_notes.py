@@ -80,3 +80,48 @@ def nothing_to_predict_note(w, makespan_s: float) -> str:
     return (f"nothing to predict: the trace ({w.nranks} rank(s)) holds {held} and no "
             f"point-to-point or collective communication{extra}; the makespan "
             f"({makespan_s:.6g} s) is its compute alone")
+
+
+def measured_vs_predicted(w, result) -> dict | None:
+    """Measured (trace timestamps) next to predicted, for timestamped traces.
+
+    Returns None when the trace has no timestamps. Keys: ``window_s`` (first MPI call to
+    last MPI call: what the replay covers), ``trace_span_s`` / ``before_first_call_s`` /
+    ``after_last_call_s`` when the format records the whole trace, ``mpi_s_max`` /
+    ``mpi_s_mean`` (measured time inside MPI calls per rank), ``predicted_makespan_s``,
+    ``predicted_comm_s_max`` / ``predicted_comm_s_mean`` (send + recv + wait + barrier),
+    ``makespan_ratio`` (predicted / measured window) and ``leaves_out`` (a sentence).
+    """
+    m = w.meta.get("measured")
+    if not m:
+        return None
+    r = result.ranks
+    pred_comm = (r["send_s"] + r["recv_s"] + r["wait_s"] + r["barrier_s"]).to_numpy(float)
+    mpi = np.asarray(m["mpi_s"], float)
+    out = {k: m[k] for k in ("window_s", "trace_span_s", "before_first_call_s",
+                             "after_last_call_s") if k in m}
+    out.update({
+        "mpi_s": [float(x) for x in mpi],
+        "mpi_s_max": float(mpi.max()) if mpi.size else 0.0,
+        "mpi_s_mean": float(mpi.mean()) if mpi.size else 0.0,
+        "predicted_makespan_s": float(result.makespan_s),
+        "predicted_comm_s": [float(x) for x in pred_comm],
+        "predicted_comm_s_max": float(pred_comm.max()) if pred_comm.size else 0.0,
+        "predicted_comm_s_mean": float(pred_comm.mean()) if pred_comm.size else 0.0,
+    })
+    win = m["window_s"]
+    out["makespan_ratio"] = float(result.makespan_s / win) if win > 0 else None
+    left = ["compute is replayed as measured (only communication is predicted)"]
+    if "trace_span_s" in m:
+        left.append(f"the {m['before_first_call_s']:.4g} s before the first and "
+                    f"{m['after_last_call_s']:.4g} s after the last MPI call of the "
+                    f"{m['trace_span_s']:.6g} s trace are not replayed")
+    else:
+        left.append("time before the first and after the last MPI call is not replayed")
+    skipped = [f"{k}={w.meta[k]}" for k in ("unmapped_messages", "unsupported_collectives",
+                                            "nonblocking_collectives_skipped",
+                                            "ignored_calls") if w.meta.get(k)]
+    if skipped:
+        left.append("skipped records: " + ", ".join(skipped))
+    out["leaves_out"] = "; ".join(left)
+    return out

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.registry import Registry, parse_spec
+from ccmod.registry import Registry
 
 SRC = "--background"
 BACKGROUNDS = Registry("background model", "ccmod.backgrounds")
@@ -93,6 +93,7 @@ def _check_load(x: float, what: str) -> float:
     return float(x)
 
 
+@BACKGROUNDS.register()
 class ConstantBackground(Background):
     """The same load on every link direction for the whole run (``--background 0.3``)."""
 
@@ -116,15 +117,15 @@ class ConstantBackground(Background):
         return f"{self.load:g}"
 
 
+@BACKGROUNDS.register()
 class ExponentialBackground(Background):
     """Listing Seven: inverse-exponential load resampled per link direction every interval."""
 
     name = "exp"
     description = "the article's Listing Seven: exponential packets/s per link direction, resampled"
-    DEFAULTS = {"mean_pps": 7000.0, "max_pps": 25000.0, "interval": 1e-3, "seed": 1,
-                "max_load": 0.99}
 
-    def __init__(self, mean_pps=7000.0, max_pps=25000.0, interval=1e-3, seed=1, max_load=0.99):
+    def __init__(self, mean_pps: float = 7000.0, max_pps: float = 25000.0,
+                 interval: float = 1e-3, seed: int = 1, max_load: float = 0.99):
         self.mean_pps, self.max_pps = float(mean_pps), float(max_pps)
         self.interval, self.seed, self.max_load = float(interval), int(seed), float(max_load)
         for k in ("mean_pps", "max_pps", "interval"):
@@ -187,6 +188,7 @@ class ExponentialBackground(Background):
                 f"interval={self.interval:g},seed={self.seed},max_load={self.max_load:g}")
 
 
+@BACKGROUNDS.register()
 class FileBackground(Background):
     """A measured per-link load time series from a CSV file (see the module docstring)."""
 
@@ -285,11 +287,6 @@ class FileBackground(Background):
         return f"file:{self.path}"
 
 
-BACKGROUNDS.add("constant", ConstantBackground, ConstantBackground.description)
-BACKGROUNDS.add("exp", ExponentialBackground, ExponentialBackground.description)
-BACKGROUNDS.add("file", FileBackground, FileBackground.description)
-
-
 def make_background(spec) -> Background:
     """``0.3`` / ``"0.3"`` / ``"exp:..."`` / ``"file:PATH"`` / a Background → a Background."""
     if spec is None:
@@ -311,30 +308,10 @@ def make_background(spec) -> Background:
             raise CcmodInputError("file background needs a path", source=SRC,
                                   hint="--background file:loads.csv")
         return FileBackground(path)
-    if name == "constant":
-        _, raw = parse_spec(text, source=SRC)
-        return ConstantBackground(_check_load(float(raw.get("load", 0)), "background load"))
-    BACKGROUNDS.get(name, source=SRC)
-    _, raw = parse_spec(text, source=SRC)
-    cls = BACKGROUNDS.get(name, source=SRC).factory
-    declared = getattr(cls, "DEFAULTS", {})
-    vals = {}
-    for k, v in raw.items():
-        if k not in declared:
-            raise CcmodInputError(f"unknown parameter '{k}' for background '{name}'",
-                                  source=SRC, hint="valid: " + ", ".join(declared))
-        try:
-            x = float(v)
-        except ValueError:
-            raise CcmodInputError(f"background parameter '{k}={v}' is not a number",
-                                  source=SRC) from None
-        if k == "seed":
-            if not x.is_integer():
-                raise CcmodInputError(f"background parameter 'seed={v}' is not an integer",
-                                      source=SRC)
-            x = int(x)
-        vals[k] = x
-    return cls(**vals)
+    # the one spec parser and typed converter of every plugin family (ccmod.registry):
+    # parameters from the model's signature, e.g. exp:mean_pps=7000,seed=3
+    entry, vals = BACKGROUNDS.resolve(f"{name}:{rest}" if rest else name, source=SRC)
+    return entry.factory(**vals)
 
 
 #: the constant levels of ``--bounds`` (see docs/networks.md)

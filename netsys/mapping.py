@@ -40,7 +40,9 @@ def rank_to_node(spec: str | os.PathLike | None, nranks: int) -> np.ndarray:
     """
     nranks = int(nranks)
     ranks = np.arange(nranks, dtype=np.int64)
-    if spec is None or str(spec).strip() in ("", "identity"):
+    # "trace" (the placement recorded in a trace) is resolved by ccmod.api.run; here,
+    # without a trace, it is the identity
+    if spec is None or str(spec).strip() in ("", "identity", "trace"):
         return ranks.astype(np.int32)
     text = str(spec).strip()
     kind, sep, arg = text.partition(":")

@@ -1,4 +1,8 @@
+import contextlib
+import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,12 +12,43 @@ TRACES = ROOT / "traces"
 REAL = Path(os.environ.get("CCMOD_REAL_TRACES", ROOT.parent / "shared" / "traces" / "real"))
 
 
+#: small real traces shipped with the tests (same layout as ../shared/traces/real)
+SHIPPED = ROOT / "tests" / "data" / "real"
+
+
+class RealTraces:
+    """The real-trace folder as tests see it: ``real_dir / "pipit/..."``.
+
+    A path shipped in tests/data/real (small real traces, see tests/data/SOURCES.md) is
+    taken from there, so every clone tests the OTF2, Paraver, DUMPI and liballprof
+    readers on real files; any other path comes from the shared folder
+    (``CCMOD_REAL_TRACES`` or ../shared/traces/real, the developers' checkout and CI) and
+    the test skips where that folder is absent.
+    """
+
+    def __init__(self, shipped: Path, full: Path):
+        self.shipped, self.full = shipped, full
+
+    def _need_full(self, what):
+        if not self.full.is_dir():
+            pytest.skip(f"{what}: only in ../shared/traces/real (developers' checkout, CI)")
+
+    def __truediv__(self, rel):
+        p = self.shipped / rel
+        if p.exists():
+            return p
+        self._need_full(rel)
+        return self.full / rel
+
+    def glob(self, pattern):
+        self._need_full(pattern)
+        return self.full.glob(pattern)
+
+
 @pytest.fixture
 def real_dir():
-    """The shared real-trace folder; tests using it skip cleanly in a user's clone."""
-    if not REAL.is_dir():
-        pytest.skip("../shared/traces/real not present (only in the developers' checkout)")
-    return REAL
+    """Real traces: the shipped small ones always, the large ones where present."""
+    return RealTraces(SHIPPED, REAL)
 
 
 @pytest.fixture
@@ -36,3 +71,35 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def run_cli(*args, cwd=None, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``ccmod ARGS`` in this process, as a user would run it, and return what a
+    subprocess would: exit code, stdout and stderr as text.
+
+    ``ccmod.cli.main`` is the console entry point: it prints errors as one line on stderr
+    and exits with a code, so catching its SystemExit gives the same observable result as
+    spawning ``python -m ccmod`` (without a fresh interpreter, imports and numba load per
+    call). A few tests keep true subprocesses (test_packaging, test_info, test_fit_cli).
+    """
+    from ccmod.cli import main
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd = os.getcwd()
+    old_stdin = sys.stdin
+    code = 0
+    try:
+        os.chdir(cwd or ROOT)
+        if stdin is not None:
+            sys.stdin = io.StringIO(stdin)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if isinstance(exc.code, str):
+                    err.write(exc.code + "\n")
+    finally:
+        os.chdir(old_cwd)
+        sys.stdin = old_stdin
+    return subprocess.CompletedProcess(["ccmod", *argv], code, out.getvalue(), err.getvalue())

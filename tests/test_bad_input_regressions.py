@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
 
 
 def ccmod(*args):
-    return subprocess.run([sys.executable, "-m", "ccmod", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    """``ccmod ARGS`` run in-process (see conftest.run_cli): exit code, stdout, stderr."""
+    return run_cli(*args)
 
 
 def one_line(res, *needles):

@@ -6,14 +6,16 @@ import sys
 import pandas as pd
 import pytest
 
+from conftest import run_cli
+
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def ccmod(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ccmod", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd or ROOT, timeout=300)
+    """``ccmod ARGS`` run in-process (see conftest.run_cli): exit code, stdout, stderr."""
+    return run_cli(*args, cwd=cwd)
 
 
 def write(tmp_path, text, name="t.ti"):
@@ -168,6 +170,7 @@ def test_option_combinations(tmp_path):
     assert "only matters with --send-mode rendezvous" in json.loads(res.stdout)["notes"][0]
 
 
+@pytest.mark.slow
 def test_report_background_levels_can_be_rebuilt(tmp_path):
     p = write(tmp_path, GOOD)
     rep = tmp_path / "rep"

@@ -131,7 +131,8 @@ def test_cli_subprocess_error_has_no_traceback(tmp_path):
 
 
 @pytest.mark.parametrize("rel", ["ti_traces_32_1", "ti_traces_32_1/smpi_replay.txt",
-                                 "ti_traces_32_1/description_file", "ti_traces_32_1_full_2014"])
+                                 "ti_traces_32_1/description_file",
+                                 pytest.param("ti_traces_32_1_full_2014", marks=pytest.mark.slow)])
 def test_cli_info_on_real_32_rank_traces(real_dir, capsys, rel):
     path = real_dir / "simgrid" / rel
     code, out, err = _cli(["info", str(path), "--json"], capsys)

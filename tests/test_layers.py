@@ -13,6 +13,7 @@ plugin rooms ``ccmod.netsys``, ``ccmod.workloads`` and ``ccmod.outputs``. The ru
 - the graph between these groups has no circle.
 """
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,24 +26,33 @@ ENGINE = {"ccmod.compile", "ccmod.kernel", "ccmod.engine", "ccmod.handlers", "cc
           "ccmod.linkrate"}
 
 
-def _modules():
-    """{module name: set of ccmod modules it imports}."""
-    out = {}
+@functools.lru_cache(maxsize=None)
+def _trees():
+    """((path, module name, syntax tree), ...) of every source file, parsed once."""
+    out = []
     for folder, pkg in ROOMS.items():
         for path in sorted((ROOT / folder).rglob("*.py")):
             rel = path.relative_to(ROOT / folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
-            name = ".".join([pkg, *parts])
-            imports = set()
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.Import):
-                    imports |= {a.name for a in node.names}
-                elif isinstance(node, ast.ImportFrom):
-                    assert node.level == 0, f"{path}: relative import (use ccmod.…)"
-                    imports.add(node.module)
-                    # `from ccmod import api` imports the module ccmod.api
-                    imports |= {f"{node.module}.{a.name}" for a in node.names}
-            out[name] = {i for i in imports if i and (i == "ccmod" or i.startswith("ccmod."))}
+            out.append((path, ".".join([pkg, *parts]), ast.parse(path.read_text(), str(path))))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _modules():
+    """{module name: set of ccmod modules it imports}."""
+    out = {}
+    for path, name, tree in _trees():
+        imports = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imports |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path}: relative import (use ccmod.…)"
+                imports.add(node.module)
+                # `from ccmod import api` imports the module ccmod.api
+                imports |= {f"{node.module}.{a.name}" for a in node.names}
+        out[name] = {i for i in imports if i and (i == "ccmod" or i.startswith("ccmod."))}
     return out
 
 
@@ -78,16 +88,15 @@ def _edges():
 def test_no_old_top_level_imports():
     # every import is ccmod.…: the rooms are not top-level packages any more
     bad = []
-    for folder in ROOMS:
-        for path in (ROOT / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                names = []
-                if isinstance(node, ast.Import):
-                    names = [a.name for a in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.module:
-                    names = [node.module]
-                bad += [f"{path.relative_to(ROOT)}: {n}" for n in names
-                        if n.split(".")[0] in ("netsys", "workloads", "outputs")]
+    for path, _, tree in _trees():
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            bad += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                    if n.split(".")[0] in ("netsys", "workloads", "outputs")]
     assert not bad, bad
 
 
@@ -150,15 +159,14 @@ def test_every_ccmod_import_names_an_existing_module():
     # catches imports of renamed modules inside functions, which only fail when called
     modules = set(_modules())
     bad = []
-    for folder in ROOMS:
-        for path in (ROOT / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.ImportFrom) and node.module:
-                    names = [node.module]
-                elif isinstance(node, ast.Import):
-                    names = [a.name for a in node.names]
-                else:
-                    continue
-                bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
-                        if n.startswith("ccmod") and n not in modules]
+    for path, _, tree in _trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
+                    if n.startswith("ccmod") and n not in modules]
     assert not bad, bad

@@ -52,6 +52,7 @@ def test_engine_feeds_every_sink(ring_run):
     assert lines[0].split()[1] == "GO_INIT"
 
 
+@pytest.mark.slow
 def test_report_with_background_runs(ring_run, tmp_path):
     trace, out, _ = ring_run
     bg = api.run(str(trace), network="star", background=0.3, record=True)

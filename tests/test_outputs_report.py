@@ -99,6 +99,7 @@ def test_knee_picks_a_link_whose_contention_varies():
     assert knee_links(tiny_result()) == []     # never two levels of sharing on one link
 
 
+@pytest.mark.slow
 def test_knee_with_background_runs(tmp_path):
     base = tmp_path / "run"
     r0 = stencil_result(sinks=["parquet"], out_dir=base)

@@ -19,6 +19,7 @@ from ccmod.errors import CcmodInputError
 from ccmod.workloads import read_workload
 from ccmod.workloads.base import OP_COMPUTE, SEND_OPS
 from ccmod.workloads.units import parse_compute_rate
+from conftest import run_cli
 
 DATA = Path(__file__).parent / "data" / "smpi-npb"
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,8 +153,7 @@ def test_trace_without_communication_says_nothing_to_predict(tmp_path):
     s = r.summary()
     assert "nothing to predict" in s["nothing_to_predict"]
     assert "1 compute" in s["nothing_to_predict"]
-    res = subprocess.run([sys.executable, "-m", "ccmod", "run", str(p)], capture_output=True,
-                         text=True, cwd=ROOT, timeout=120)
+    res = run_cli("run", p)
     assert res.returncode == 0 and "nothing to predict" in res.stdout
 
 

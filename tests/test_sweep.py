@@ -219,6 +219,7 @@ def test_read_options_need_a_trace_file(traces_dir):
 
 # -- parallelism ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_process_pool_gives_the_same_table(tmp_path, traces_dir):
     p = tmp_path / "h2h.ti"
     p.write_text(HEAD_TO_HEAD)
@@ -232,6 +233,7 @@ def test_process_pool_gives_the_same_table(tmp_path, traces_dir):
     pd.testing.assert_frame_equal(no_wall(one), no_wall(two))
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_same_table(traces_dir):
     pytest.importorskip("dask.distributed")
     path = traces_dir / "stencil16.ti"

@@ -250,7 +250,9 @@ def _file_counts(files):
     return c, flops
 
 
-@pytest.mark.parametrize("folder", ["ti_traces_32_1", "ti_traces_32_1_full_2014"])
+@pytest.mark.parametrize("folder", ["ti_traces_32_1",
+                                    pytest.param("ti_traces_32_1_full_2014",
+                                                 marks=pytest.mark.slow)])
 def test_real_traces_counts_match_files(real_dir, folder):
     d = real_dir / "simgrid" / folder
     files = sorted(d.glob("ti_trace*.txt"))

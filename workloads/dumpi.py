@@ -15,8 +15,8 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import (TraceAssembler, input_guard, numbered_rank_files,
-                               reject_options)
+from ccmod.workloads.assembler import TraceAssembler
+from ccmod.workloads.reader_input import input_guard, numbered_rank_files, reject_options
 from ccmod.workloads.dumpi_convert import DEFAULT_TYPE_SIZES, Resolver, convert
 from ccmod.workloads.dumpi_format import MAGIC, BinTrace, rank_files, read_meta
 from ccmod.workloads.registry import READERS
@@ -133,7 +133,15 @@ class DumpiReader:
                          compute_scale, collectives,
                          dict(dumpi_version=".".join(map(str, v)),
                               hostname=traces[0].hostname, clock_resolution_s=1e-9,
-                              time_base_s=base, meta_file=p if meta else None))
+                              time_base_s=base, meta_file=p if meta else None,
+                              **_placement([t.hostname for t in traces])))
+
+
+def _placement(hostnames) -> dict:
+    """Each rank file's header hostname -> ``meta["placement"]`` (if every rank has one)."""
+    from ccmod.workloads.placement import placement_meta
+    placed = placement_meta([h or None for h in hostnames], "DUMPI headers (hostname)")
+    return {} if placed is None else {"placement": placed}
 
 
 # ------------------------------------------------------------------------------ text

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from math import prod
 
-from ccmod.workloads._common import ANY, TraceAssembler
+from ccmod.workloads.assembler import ANY, TraceAssembler
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 
 COMM_NULL, COMM_WORLD, COMM_SELF = 1, 2, 3

@@ -18,7 +18,7 @@ Mapping and approximations
   4 or 8 bytes, whichever matches); when they cannot be found the ``count`` most recent
   outstanding requests are taken (``waitall_guessed``).
 * ANY_SOURCE / ANY_TAG receives (``-1``) are resolved against the recorded sends by time
-  (see :mod:`workloads._common`). The recorded clock differences are not applied.
+  (see :mod:`workloads.assembler`). The recorded clock differences are not applied.
 * Calls not listed in :data:`_LAYOUT` count as MPI time only (``meta["ignored_calls"]``).
 """
 from __future__ import annotations
@@ -29,8 +29,8 @@ import re
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import (ANY, TraceAssembler, input_guard, numbered_rank_files,
-                               reject_options)
+from ccmod.workloads.assembler import ANY, TraceAssembler
+from ccmod.workloads.reader_input import input_guard, numbered_rank_files, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 from ccmod.workloads.registry import READERS
 

@@ -22,7 +22,8 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import TraceAssembler, input_guard, reject_options
+from ccmod.workloads.assembler import TraceAssembler
+from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 from ccmod.workloads.registry import READERS
 
@@ -228,6 +229,9 @@ def _convert(tr, anchor, state, compute_scale, collectives):
     asm = TraceAssembler(ranks.nranks, "otf2", compute_scale=compute_scale,
                          collectives=collectives)
     fid = asm.file(anchor)
+    length = getattr(clock, "trace_length", None)
+    if length:
+        asm.traced.bounds(0.0, float(length) / res)   # the clock's whole trace window
     n = ranks.nranks
     depth = [0] * n
     region = [None] * n          # current top-level MPI region name
@@ -331,6 +335,10 @@ def _convert(tr, anchor, state, compute_scale, collectives):
     if ranks.other_locations:
         asm.note(f"{ranks.other_locations} non-master thread location(s) were not read "
                  "(only the master thread of each MPI process carries its MPI calls here)")
+    from ccmod.workloads.placement import otf2_placement
+    placed = otf2_placement(ranks.loc_rank, n)
+    if placed is not None:
+        asm.meta["placement"] = placed
     return asm.build(clock_resolution_s=1.0 / res, timer_resolution_hz=res,
                      trace_length_s=float(clock.trace_length) / res,
                      self_messages=self_msgs, anchor=anchor)

@@ -28,7 +28,8 @@ from bisect import bisect_right
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
-from ccmod.workloads._common import COLLECTIVE_KINDS, TraceAssembler, input_guard, reject_options
+from ccmod.workloads.assembler import COLLECTIVE_KINDS, TraceAssembler
+from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 from ccmod.workloads.registry import READERS
 
@@ -212,7 +213,7 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
              coll_mode):
     header = f.readline()
     state["n"] = 1
-    unit, _ftime, ntasks = parse_header(header, path)
+    unit, ftime, ntasks = parse_header(header, path)
     offs = [0]
     for k in ntasks:
         offs.append(offs[-1] + k)
@@ -338,6 +339,7 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
     asm = TraceAssembler(nranks, "paraver", compute_scale=compute_scale,
                          collectives=collectives)
     fid = asm.file(path)
+    asm.traced.bounds(0.0, ftime * unit)        # the header's total trace time
     waited = _attach(calls, crecs, grecs, asm)
     inside = _messages_inside_collectives(calls)
     if coll_mode == "auto":
@@ -355,6 +357,11 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
     if unknown_vals:
         asm.note(f"{len(unknown_vals)} MPI event value(s) have no name in the .pcf; their "
                  "calls are treated as blocking point-to-point")
+    from ccmod.workloads.placement import paraver_placement
+    toks = _split_top(header[header.find("):") + 2:].strip())
+    placed = paraver_placement(toks[3:3 + len(ntasks)], _base(path))
+    if placed is not None:
+        asm.meta["placement"] = placed
     return asm.build(time_unit_s=unit, clock_resolution_s=unit, communication_records=len(crecs),
                      applications=len(ntasks), pcf=have_pcf, collective_messages=coll_mode)
 
@@ -453,6 +460,7 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
     out_isends: list = []          # handles of isends whose completion is not recorded
     completed_here = set()
     for c in cl:
+        asm.traced.call(r, c.t0 * unit, c.t1 * unit)
         if last is not None and c.t0 > last:
             if run is None:
                 gap = c.t0 - last

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.workloads.measured import TracedTime
 from ccmod.workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
                             OP_WAIT, OP_WAITALL, WorkloadBuilder)
 
@@ -114,16 +115,22 @@ def read_pipit_csv(path: Path, compute_scale: float = 1.0, **unknown):
     b = WorkloadBuilder(nranks)
     fid = b.file(src)
     unsupported = []
+    traced = TracedTime(nranks)
+    traced.bounds(float(ts.min()), float(ts.max()))
     for r in range(nranks):
         rows = order[proc[order] == r]
-        _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, compute_scale, unsupported)
+        _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, compute_scale, unsupported,
+                     traced)
     w = b.build()
     w.meta.update({"format": "csv", "csv_kind": "pipit", "time_unit": unit,
                    "notes": ["compute = time between MPI calls of each process"]})
+    measured = traced.summary()
+    if measured is not None:
+        w.meta["measured"] = measured
     return w
 
 
-def _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, scale, unsupported):
+def _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, scale, unsupported, traced):
     depth, call, call_row, events = 0, None, 0, []
     last_leave = None
     next_req = 0
@@ -139,6 +146,7 @@ def _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, scale, unsupport
                     b.add(r, OP_COMPUTE, duration_s=(t - last_leave) * scale, line=row,
                           file_id=fid)
                 call, call_row, events = name, row, []
+                traced.enter(r, t)
             depth += 1
         elif et == "Leave" and isinstance(name, str) and name.startswith("MPI_"):
             if depth == 0:
@@ -148,6 +156,7 @@ def _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, scale, unsupport
                 next_req = _emit(b, r, call, call_row, events, live, pending_irecv,
                                  next_req, src, fid, cols)
                 last_leave = t
+                traced.leave(r, t)
         elif et == "Instant" and depth > 0:
             events.append((name, _attrs(attrs[i], src, row) if attrs is not None else {}, row))
     if depth:

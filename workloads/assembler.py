@@ -1,4 +1,4 @@
-"""Shared machinery of the real-trace readers (OTF2, DUMPI, Paraver, liballprof).
+"""Trace assembly for the real-trace readers (OTF2, DUMPI, Paraver, liballprof).
 
 Readers translate their format into *timed MPI calls per rank*; :class:`TraceAssembler`
 turns those into a runnable :class:`~workloads.base.Workload`:
@@ -17,15 +17,9 @@ turns those into a runnable :class:`~workloads.base.Workload`:
 """
 from __future__ import annotations
 
-import contextlib
-import glob
-import gzip
-import os
-import struct
-import zlib
 from collections import defaultdict
 
-from ccmod.errors import CcmodError, CcmodInputError
+from ccmod.errors import CcmodInputError
 from ccmod.workloads.base import (OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT, OP_WAITALL,
                             WorkloadBuilder)
 
@@ -41,60 +35,6 @@ COLLECTIVE_KINDS = {
     "alltoallv": "alltoallv", "reduce_scatter": "reduce_scatter",
     "reduce_scatter_block": "reduce_scatter",
 }
-
-#: exceptions a parser may raise on malformed input (converted to CcmodInputError)
-BAD_INPUT = (OSError, ValueError, struct.error, KeyError, IndexError, EOFError, zlib.error,
-             gzip.BadGzipFile, UnicodeDecodeError, OverflowError, TypeError, AttributeError)
-
-
-def numbered_rank_files(path: str, regex, glob_tail: str, label: str,
-                        hint: str | None = None) -> list[str]:
-    """The files next to ``path`` whose names differ from its name only by the rank number.
-
-    ``regex`` matches a base name with the shared prefix as group 1 and the rank as group 2
-    (``path`` itself must match); ``glob_tail`` follows the prefix in the glob listing the
-    candidates (``"-*.bin"``). The ranks found must be exactly 0..n-1, else the error says
-    ``rank files <label> are not numbered 0..n-1``.
-    """
-    prefix = regex.match(os.path.basename(path)).group(1)
-    d = os.path.dirname(os.path.abspath(path))
-    found = {}
-    for p in glob.glob(os.path.join(glob.escape(d), glob.escape(prefix) + glob_tail)):
-        mm = regex.match(os.path.basename(p))
-        if mm and mm.group(1) == prefix:
-            found[int(mm.group(2))] = p
-    n = len(found)
-    if sorted(found) != list(range(n)):
-        raise CcmodInputError(f"rank files {label} are not numbered 0..{n - 1}", source=path,
-                              hint=hint)
-    return [found[r] for r in range(n)]
-
-
-def reject_options(opts: dict, reader: str, source) -> None:
-    """Fail on reader options the ``reader`` does not know (``**opts`` left over)."""
-    if opts:
-        raise CcmodInputError(f"unknown {reader} reader option(s): {', '.join(sorted(opts))}",
-                              source=source)
-
-
-@contextlib.contextmanager
-def input_guard(source: str, where=None, what: str = "malformed trace"):
-    """Convert parser exceptions into one-line :class:`CcmodInputError`.
-
-    ``where`` is a zero-argument callable returning the current record/line number.
-    """
-    try:
-        yield
-    except CcmodError:
-        raise
-    except BAD_INPUT as exc:
-        line = None
-        if where is not None:
-            with contextlib.suppress(Exception):
-                line = where()
-        raise CcmodInputError(f"{what}: {type(exc).__name__}: {exc}", source=str(source),
-                              line=line) from None
-
 
 class _CommProxy:
     """Builder facade for :func:`collectives.expand` on a sub-communicator.
@@ -182,6 +122,8 @@ class TraceAssembler:
         self.stats: dict[str, int] = defaultdict(int)
         self.notes: list[str] = []
         self.meta: dict = {"format": fmt}
+        from ccmod.workloads.measured import TracedTime
+        self.traced = TracedTime(self.nranks)   # measured window and MPI time (meta)
 
     # -- bookkeeping --------------------------------------------------------------------
     def file(self, name: str) -> int:
@@ -210,6 +152,7 @@ class TraceAssembler:
     # -- time ---------------------------------------------------------------------------
     def mpi_enter(self, rank: int, t_s: float, line: int = 0, fid: int = 0) -> None:
         """Start of an MPI call: the time since the previous call's end is compute."""
+        self.traced.enter(rank, t_s)
         last = self.last_exit[rank]
         if last is not None:
             gap = t_s - last
@@ -224,6 +167,7 @@ class TraceAssembler:
             self.ops[rank].append([_COMPUTE, seconds * self.scale, line, fid])
 
     def mpi_leave(self, rank: int, t_s: float) -> None:
+        self.traced.leave(rank, t_s)
         self.last_exit[rank] = t_s
 
     # -- point to point -----------------------------------------------------------------
@@ -380,6 +324,9 @@ class TraceAssembler:
             self.note(f"{unm} message(s) could not be mapped to world ranks and were dropped on "
                       "both sides (see unmapped_sends/unmapped_recvs)")
         b.meta["notes"] = list(self.notes)
+        measured = self.traced.summary()
+        if measured is not None:
+            b.meta["measured"] = measured
         return b.build()
 
     @staticmethod
