@@ -17,23 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.registry import Param, convert_value  # noqa: F401 (Param: the network parameter)
+from ccmod.registry import Param  # noqa: F401 (the network parameter, kept importable here)
 from ccmod.netsys.cost import CostModel, PhysicalCost
-
-
-def parse_params(name: str, declared: dict[str, Param], raw: dict[str, str],
-                 source: str = "--network") -> dict[str, object]:
-    """Typed values of a network's ``key=value`` texts, every declared key filled with its
-    default (the one converter, :func:`ccmod.registry.convert_value`); unknown keys fail."""
-    out: dict[str, object] = {k: p.default for k, p in declared.items()}
-    for key, text in raw.items():
-        if key not in declared:
-            raise CcmodInputError(f"unknown parameter '{key}' for network '{name}'", source=source,
-                                  hint="valid: " + ", ".join(sorted(declared)) if declared
-                                  else "it takes no parameters")
-        out[key] = convert_value(text, declared[key], key=key, plugin=name, kind="network",
-                                 source=source)
-    return out
 
 
 @dataclass

@@ -24,12 +24,6 @@ def split_spec(spec: str, source: str = "--sink") -> list[tuple[str, dict[str, s
     return split_specs(spec, source, label="sink")
 
 
-def sink_params(factory) -> dict[str, object]:
-    """Parameters (name → default) a sink factory accepts besides ``out_dir``."""
-    from ccmod.registry import signature_params
-    return {k: p.default for k, p in (signature_params(factory, SINKS.skip_params) or {}).items()}
-
-
 def make_sink(name: str, out_dir=None, params: dict[str, str] | None = None,
               source: str = "--sink") -> Sink:
     """Instantiate one registered sink with raw string parameters."""

@@ -33,7 +33,8 @@ def test_parquet_tables_columns_and_counts(tiny_dir):
     names = {p.name for p in d.iterdir()}
     assert {"messages.parquet", "rank_states.parquet", "link_load.parquet", "ranks.parquet",
             "links.parquet", "resources.parquet", "run.json", "debug.txt"} <= names
-    assert not [n for n in names if n.startswith(".")]  # temporaries renamed or removed
+    # temporaries renamed or removed
+    assert not [n for n in names if n.startswith(".") or n.endswith((".tmp", ".ccmod-tmp"))]
     m = pd.read_parquet(d / "messages.parquet")
     assert list(m.columns) == ["msg_id", "src", "dst", "tag", "nbytes", "t_post_s",
                                "t_post_send_s", "t_post_recv_s", "t_start_s", "t_end_s",

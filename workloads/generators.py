@@ -45,6 +45,12 @@ def make(kind: str, params: dict | None = None, seed: int = 0,
                                   hint="at most 1e12")
     if not (0 <= int(seed) < 2**63):
         raise CcmodInputError(f"seed {seed} must be a non-negative integer", source="--seed")
+    from ccmod.workloads.gen_budget import check_budget
+    try:
+        defaults = parameters(fn)
+    except (TypeError, ValueError):  # a third-party callable without a signature
+        defaults = {}
+    check_budget(kind, {**defaults, **kwargs}, source=source)
     return fn(**kwargs, seed=int(seed))
 
 
@@ -52,15 +58,6 @@ def generate(spec: str, seed: int = 0, source: str = "generator") -> Workload:
     """Build a workload from ``KIND[:key=value,...]``, e.g. ``"halo2d:px=8,py=4"``."""
     kind, params = parse_spec(spec, source=source)
     return make(kind, params, seed, source=source)
-
-
-def describe(kind: str) -> str:
-    """One line per parameter ``name=default`` of generator ``kind`` (for help texts)."""
-    try:
-        params = parameters(GENERATORS.get(kind).factory)
-    except (TypeError, ValueError):  # a third-party callable without a signature
-        return ""
-    return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
 def summary(w: Workload) -> dict:

@@ -134,10 +134,6 @@ def dtype(tok: str) -> int:
                        "... 59") from None
 
 
-def _opt(parts, i):
-    return parts[i] if len(parts) > i else None
-
-
 def _counts(parts, start, n, what):
     toks = parts[start:start + n]
     if len(toks) < n:
