@@ -153,7 +153,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         return Engine(w, msgs, net.nresources, cap, bg_flat, sharing=sharing,
                       send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
                       record=record if main else False, signals=signals if main else False,
-                      progress=progress if main else None, **kw)
+                      progress=progress if main else None, node_of_rank=node_of_rank, **kw)
 
     from ccmod.bounds import bounds_makespans, run_engine
     if not bg.constant:

@@ -14,7 +14,7 @@ from ccmod.errors import CcmodInputError
 
 # the codes are shared with the engine, so they live in the core (re-exported here for sinks)
 from ccmod.codes import (SIGNALS, STATE_BARRIER, STATE_COMPUTE, STATE_NAMES,  # noqa: F401
-                         STATE_RECV, STATE_SEND, STATE_WAIT)
+                         STATE_OVERHEAD, STATE_RECV, STATE_SEND, STATE_WAIT)
 
 #: pseudo state code of the gaps between recorded states ("idle" in the article's
 #: space-time diagram): a rank waiting for nothing, or finished before the makespan

@@ -23,8 +23,8 @@ from ccmod.outputs.base import ALL_STATE_NAMES, STATE_IDLE
 from ccmod.outputs.raster import even_sample, group_rows, interval_coverage
 from ccmod.outputs.sinkdata import resource_names, state_arrays
 
-#: colours of compute, send, recv, wait, barrier, idle (index = state code)
-STATE_COLORS = ("#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3", "#E6E6E6")
+#: colours of compute, send, recv, wait, barrier, overhead, idle (index = state code)
+STATE_COLORS = ("#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3", "#937860", "#E6E6E6")
 #: most state intervals / messages shipped as full-detail glyphs (keeps the file < 20 MB)
 DETAIL_STATES = 250_000
 DETAIL_MESSAGES = 120_000
