@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.options import DEFAULT_EAGER_LIMIT_BYTES, RunOptions
+from ccmod.options import (DEFAULT_EAGER_LIMIT_BYTES, INTRA_BANDWIDTH_BPS, INTRA_LATENCY_S,
+                           RunOptions)
 
 __all__ = ["run", "load_workload", "load_network", "RunOptions"]
 
@@ -121,6 +122,18 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     nodes_needed = max(count_nodes(node_of_rank), 1)
     net = load_network(network, nodes_needed, cost=opts.cost,
                        background=bg.load if bg.constant else 0.0)
+    # intra-node cost: the option, else the cost model's intra section, else the defaults
+    intra_latency_s, intra_bandwidth_Bps = opts.intra_latency_s, opts.intra_bandwidth_Bps
+    if intra_latency_s is None:
+        intra_latency_s = net.cost.intra_latency_s
+        intra_latency_s = INTRA_LATENCY_S if intra_latency_s is None else intra_latency_s
+    if intra_bandwidth_Bps is None:
+        intra_bandwidth_Bps = net.cost.intra_bandwidth_Bps
+        intra_bandwidth_Bps = INTRA_BANDWIDTH_BPS if intra_bandwidth_Bps is None else intra_bandwidth_Bps
+    if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
+        raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
+                              source="--intra-latency/--intra-bandwidth")
+    net.set_intra_bandwidth(intra_bandwidth_Bps)
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
@@ -131,8 +144,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
             "background": bg.load if bg.constant else _mean_level(bg, net),
             "mapping": opts.mapping, "cost": None if opts.cost is None else str(opts.cost),
             "trace": _trace_path(trace, w)}
-    msgs = compile_messages(w, net, node_of_rank, sharing, opts.intra_latency_s,
-                            opts.intra_bandwidth_Bps)
+    # the compiled kernel charges o_send / o_recv to the ranks: they leave the quiet time
+    msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s,
+                            intra_bandwidth_Bps, charge_overheads=True)
     info["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
     if eager_note:
         info["notes"].append(eager_note)
@@ -144,7 +158,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     if eager_given and eager_limit_bytes and send_mode != "rendezvous":
         info["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
-    cap = net.capacity_Bps.reshape(-1)
+    cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 
     def make_engine(bg_flat, steps, main=True):
@@ -153,7 +167,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         return Engine(w, msgs, net.nresources, cap, bg_flat, sharing=sharing,
                       send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
                       record=record if main else False, signals=signals if main else False,
-                      progress=progress if main else None, node_of_rank=node_of_rank, **kw)
+                      progress=progress if main else None, node_of_rank=node_of_rank,
+                      gap_s=msgs.gap_s, **kw)
 
     from ccmod.bounds import bounds_makespans, run_engine
     if not bg.constant:

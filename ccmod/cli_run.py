@@ -102,8 +102,9 @@ def register(app: typer.Typer) -> None:
         map_: Optional[str] = MAP_OPT,
         fmt: str = FORMAT_OPT,
         collective: Optional[str] = COLLECTIVE_OPT,
-        intra_latency: float = typer.Option(5e-7, help="Intra-node message latency (s)."),
-        intra_bandwidth: float = typer.Option(5e9, help="Intra-node bandwidth (bytes/s)."),
+        mpi: Optional[str] = typer.Option(None, "--mpi", help="Collective algorithms as this MPI library's default rules choose them: openmpi, mpich (default), intelmpi."),
+        intra_latency: Optional[float] = typer.Option(None, help="Intra-node message latency (s); default: the cost model's intra section, else 5e-7."),
+        intra_bandwidth: Optional[float] = typer.Option(None, help="Intra-node bandwidth (bytes/s); default: the cost model's intra section, else 5e9."),
         json_: bool = JSON_OPT,
         out: Optional[Path] = typer.Option(None, help="Write messages/ranks/links tables (Parquet) here."),
         debug: bool = typer.Option(False, help="With --out: also write the full signal trace."),
@@ -117,6 +118,8 @@ def register(app: typer.Typer) -> None:
         from ccmod.options import RunOptions
         if debug and out is None and report is None:
             raise CcmodInputError("--debug needs --out DIR (or --report DIR)", source="--debug")
+        if mpi:
+            collective = f"mpi={mpi}" + (f",{collective}" if collective else "")
         opts = RunOptions(sharing=sharing, send_mode=send_mode, eager_limit_bytes=eager_limit,
                           compute_rate=compute_rate, compute_scale=compute_scale, cost=cost,
                           background=background, mapping=map_, fmt=fmt, collectives=collective,
@@ -214,6 +217,10 @@ def register(app: typer.Typer) -> None:
             return
         from ccmod.netsys.registry import NETWORKS
         print_listing("networks", NETWORKS.listing(), json_)
+        if not json_:
+            from ccmod.netsys.nic import COMMON_PARAMS
+            print("every network also takes: " + "; ".join(
+                f"{k}= ({v})" for k, v in COMMON_PARAMS.items()))
 
     @app.command("sharing")
     def sharing_cmd(json_: bool = typer.Option(False, "--json", help="JSON list.")):

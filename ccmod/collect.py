@@ -28,6 +28,15 @@ def link_intervals(load_t, load_res, load_count, t_end: float):
     return r[keep], t[keep], nxt_t[keep], c[keep]
 
 
+def _whole_quiet(msgs):
+    """Quiet time including the CPU overheads the kernel charged to the ranks (as measured)."""
+    q = msgs.quiet_s
+    for o in (getattr(msgs, "o_send_s", None), getattr(msgs, "o_recv_s", None)):
+        if o is not None and len(o) == len(q):
+            q = q + o
+    return q
+
+
 def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: float,
             options: dict):
     """Build the result tables (vectorised)."""
@@ -51,7 +60,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "tag": msgs.tag, "nbytes": msgs.nbytes, "t_post_s": t_post,
         "t_post_send_s": np.asarray(engine.t_post_send, float),
         "t_post_recv_s": np.asarray(engine.t_post_recv, float), "t_start_s": t_start,
-        "t_end_s": t_end, "quiet_s": msgs.quiet_s, "slowdown": slowdown,
+        "t_end_s": t_end, "quiet_s": _whole_quiet(msgs), "slowdown": slowdown,
         "bottleneck": bott, "bottleneck_name": names[np.where(bott >= 0, bott, -1)],
         "hops": msgs.hops})
     makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
@@ -79,7 +88,8 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     area[:k], busy[:k], peak[:k] = engine.area[:k], engine.busy[:k], engine.peak[:k]
     used = np.flatnonzero(n_msgs > 0)
     bg = network.background_flat()
-    cap = np.asarray(network.capacity_Bps, np.float64).reshape(-1)[:nres]
+    cap = np.asarray(network.resource_capacity_Bps() if hasattr(network, "resource_capacity_Bps")
+                     else network.capacity_Bps, np.float64).reshape(-1)[:nres]
     routes = Routes(ptr=np.asarray(msgs.route_ptr, np.int64), res=np.asarray(msgs.route_res))
     resources = pd.DataFrame({"resource": np.arange(nres), "name": names[:nres],
                               "capacity_Bps": cap, "background": bg[:nres]})
