@@ -91,6 +91,11 @@ class SimgridPlatform(BuiltNetwork):
             raise CcmodInputError(f"malformed platform XML: {excerpt(exc, 100)}",
                                   source=str(self.values.get("file")),
                                   hint="see SimGrid's platform format") from None
+        if self.nodes_needed is not None and int(self.nnodes) < self.nodes_needed:
+            raise CcmodInputError(f"the platform has {int(self.nnodes)} hosts but the run "
+                                  f"needs {self.nodes_needed}",
+                                  source=str(self.values.get("file")),
+                                  hint="add hosts or place several ranks per host with --map")
         check_network_size(self.name, int(self.nnodes), self.nodes_needed,
                            f"file {excerpt(Path(str(self.values.get('file'))).name)}", "file",
                            str(self.values.get("file")))
