@@ -169,3 +169,11 @@ def test_every_ccmod_import_names_an_existing_module():
             bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
                     if n.startswith("ccmod") and n not in modules]
     assert not bad, bad
+
+
+def test_no_importorskip_of_the_project():
+    # the project's own modules are always there: a skip would hide a broken import
+    bad = [f"{p.name}:{i}" for p in (ROOT / "tests").glob("*.py")
+           for i, line in enumerate(p.read_text().splitlines(), 1)
+           if "importorskip(" in line and "ccmod" in line and "def " not in line]
+    assert not bad, bad
