@@ -2,16 +2,22 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from ccmod.errors import CcmodInputError
 
 
-def temp_path(path) -> Path:
-    """A fresh hidden temporary file next to ``path`` (to be renamed over it when complete).
+#: temp names handed out by this process (released when discarded or renamed)
+_ACTIVE: set[str] = set()
 
+
+def temp_path(path) -> Path:
+    """The hidden temporary file ``.NAME.ccmod-tmp`` next to ``path`` (renamed over it when
+    complete), created empty.
+
+    The name is fixed per target, so a run killed with SIGKILL leaves at most one such file
+    per output, and the next run writing that output replaces it (no accumulation).
     Streaming writers that keep the file open across calls use this directly; everything
     else goes through :func:`atomic_path`.
     """
@@ -19,20 +25,25 @@ def temp_path(path) -> Path:
     if path.is_dir():
         raise CcmodInputError("is a directory, not a file", source=str(path),
                               hint="give a file name")
+    # a second writer of the same target in this process (e.g. a raw pass and the final
+    # table) takes the next name: names stay deterministic, so a rerun still replaces them
+    k = 0
+    tmp = path.parent / f".{path.name}.ccmod-tmp"
+    while str(tmp.absolute()) in _ACTIVE:
+        k += 1
+        tmp = path.parent / f".{path.name}.{k}.ccmod-tmp"
+    _ACTIVE.add(str(tmp.absolute()))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        if tmp.is_symlink():
+            tmp.unlink()
+        # O_NOFOLLOW: never write through a link someone planted under the temp name
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                     0o666)
     except OSError as exc:
         raise CcmodInputError(f"cannot write here: {exc.strerror or exc}", source=str(path),
                               hint="check the path and its permissions") from None
     os.close(fd)
-    # mkstemp makes 0600 files; outputs should get the usual permissions (umask)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask)
-    except OSError:
-        pass
-    return Path(tmp)
+    return tmp
 
 
 @contextmanager
@@ -42,9 +53,17 @@ def atomic_path(path):
     ensure_dir(path.parent)
     tmp = temp_path(path)
     try:
-        yield Path(tmp)
+        try:
+            yield Path(tmp)
+        except OSError as exc:
+            if getattr(exc, "filename", None):
+                raise
+            # e.g. ENOSPC from a library writer: name the output, not an anonymous errno
+            raise CcmodInputError(f"cannot write: {exc.strerror or exc}", source=str(path),
+                                  hint="check free space and permissions") from None
         try:
             os.replace(tmp, path)
+            release(tmp)
         except OSError as exc:
             raise CcmodInputError(f"cannot write: {exc.strerror or exc}", source=str(path),
                                   hint="check the path and its permissions") from None
@@ -53,8 +72,14 @@ def atomic_path(path):
         raise
 
 
+def release(path) -> None:
+    """Forget a temp name handed out by :func:`temp_path` (renamed or removed)."""
+    _ACTIVE.discard(str(Path(path).absolute()))
+
+
 def discard(path) -> None:
     """Remove ``path`` if it exists (a temporary being abandoned); never fails."""
+    release(path)
     try:
         os.unlink(path)
     except OSError:

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from ccmod.errors import CcmodError
+from ccmod.errors import CcmodError, one_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Predict communication time and network bottlenecks from MPI traces "
@@ -38,12 +38,27 @@ _register_all()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the app, one-line errors, exit code 2."""
+    """Console entry point: run the app, one-line errors, exit code 2.
+
+    ``--allow-outside-paths`` (anywhere on the command line) lets description files name
+    trace files outside their own folder (see :mod:`ccmod.guard`).
+    """
     import os
+    import warnings
+
+    from ccmod import guard
+    args = list(sys.argv[1:] if argv is None else argv)
+    guard.set_allow_outside_paths("--allow-outside-paths" in args)
+    args = [a for a in args if a != "--allow-outside-paths"]
     try:
-        rv = app(args=argv, standalone_mode=False)
+        with warnings.catch_warnings():
+            # library warnings (numpy RuntimeWarning, matplotlib UserWarning...) are not
+            # errors: the CLI's stderr holds one line per error only (CCMOD_DEBUG shows them)
+            if not os.environ.get("CCMOD_DEBUG"):
+                warnings.simplefilter("ignore")
+            rv = app(args=args, standalone_mode=False)
     except CcmodError as exc:
-        print(f"ccmod: error: {exc}", file=sys.stderr)
+        print(f"ccmod: error: {one_line(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("ccmod: interrupted", file=sys.stderr)
@@ -65,13 +80,13 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         # the environment refused a file operation (unwritable path, a directory, disk full)
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"ccmod: error: {where}{exc.strerror or exc} (check the path and its "
-              f"permissions)".replace("\n", " "), file=sys.stderr)
+        print(one_line(f"ccmod: error: {where}{exc.strerror or exc} (check the path, its "
+                       f"permissions and free space)"), file=sys.stderr)
         sys.exit(2)
     except Exception as exc:
         # usage errors (bad option, missing argument) from typer's click
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
-            msg = exc.format_message().replace("\n", " ").strip()
+            msg = one_line(exc.format_message()).strip()
             if not msg:  # no arguments: help was printed
                 sys.exit(2)
             print(f"ccmod: error: {msg} (see --help)", file=sys.stderr)
@@ -80,8 +95,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(130)
         if os.environ.get("CCMOD_DEBUG"):
             raise
-        print(f"ccmod: internal error: {type(exc).__name__}: {exc} (a bug: please report it; "
-              f"set CCMOD_DEBUG=1 for the traceback)".replace("\n", " "), file=sys.stderr)
+        text = one_line(exc)
+        text = text[:300] + "..." if len(text) > 300 else text
+        print(f"ccmod: internal error: {type(exc).__name__}: {text} (a bug: please report "
+              f"it; set CCMOD_DEBUG=1 for the traceback)", file=sys.stderr)
         sys.exit(1)
     if isinstance(rv, int) and rv:
         sys.exit(rv)

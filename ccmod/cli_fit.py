@@ -72,9 +72,17 @@ def register(app: typer.Typer) -> None:
         opts = ReadOptions(size_col=size_col, time_col=time_col, time_unit=time_unit,
                            round_trip=round_trip, benchmark=benchmark, processes=processes,
                            raw_size=raw_size)
-        report = fit_files(files, fmt, opts, breakpoints=breakpoints, packet_size=packet_size,
-                           max_segments=max_segments, robust=robust, hops=hops,
-                           per_hop_latency_s=per_hop_latency, ref_hops=ref_hops)
+        named = ", ".join(str(f) for f in files) or "ccmod fit"
+        try:
+            report = fit_files(files, fmt, opts, breakpoints=breakpoints,
+                               packet_size=packet_size, max_segments=max_segments,
+                               robust=robust, hops=hops, per_hop_latency_s=per_hop_latency,
+                               ref_hops=ref_hops)
+        except CcmodInputError as exc:
+            if exc.source is not None:
+                raise
+            # a fit of the data as a whole failed: the data is the files given
+            raise CcmodInputError(exc.what, source=named, hint=exc.hint) from None
         if output is not None:
             try:
                 report.model.save(output)
@@ -92,7 +100,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(json.dumps(d, allow_nan=False))
             except ValueError:
                 raise CcmodInputError("the fit produced non-finite numbers (check the input "
-                                      "for inf/NaN values)", source="ccmod fit") from None
+                                      "for inf/NaN values)", source=named) from None
             return
         typer.echo(report.text())
         if output is not None:

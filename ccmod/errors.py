@@ -5,6 +5,23 @@ for bad user input; the CLI prints ``str(err)`` on one line and exits with 2.
 """
 from __future__ import annotations
 
+import re
+
+#: control characters (C0, DEL, C1) and the Unicode bidi overrides: never printed raw
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: the longest ``what`` printed (a longer one is cut: it quotes too much of some input)
+_MAX_WHAT = 600
+#: a quoted excerpt of input ('...') in a message is cut after this many characters
+_MAX_QUOTE = 64
+_LONG_QUOTE = re.compile("'([^'\n]{%d})[^'\n]+'" % _MAX_QUOTE)
+
+
+def one_line(text) -> str:
+    """``text`` on one line, control characters shown as ``\\xNN`` (terminal-safe)."""
+    s = str(text).replace("\r\n", " ").replace("\n", " ")
+    return _CONTROL.sub(lambda m: ("\\x%02x" % ord(m.group())) if ord(m.group()) < 256
+                        else "\\u%04x" % ord(m.group()), s)
+
 
 class CcmodError(Exception):
     """Base class of every error ccmod reports to the user (exit code 2)."""
@@ -42,10 +59,14 @@ class CcmodInputError(CcmodError):
             if self.line is not None:
                 where += f":{self.line}"
             where += ": "
-        msg = f"{where}{self.what}"
+        # quoted input is an excerpt, never a whole line of a file that did not parse
+        what = _LONG_QUOTE.sub(lambda m: f"'{m.group(1)}...'", str(self.what))
+        if len(what) > _MAX_WHAT:
+            what = what[:_MAX_WHAT] + "..."
+        msg = f"{where}{what}"
         if self.hint:
             msg += f" ({self.hint})"
-        return msg.replace("\n", " ")
+        return one_line(msg)
 
 
 class DeadlockError(CcmodError):
@@ -56,6 +77,6 @@ class DeadlockError(CcmodError):
         self.blocked = blocked
         shown = "; ".join(blocked[:16])
         more = f"; ... and {len(blocked) - 16} more" if len(blocked) > 16 else ""
-        super().__init__(
+        super().__init__(one_line(
             f"deadlock at t={t_s:.9g}s: every unfinished rank is blocked and nothing is in flight: "
-            f"{shown}{more} (check the trace for unmatched sends/recvs; if the application relied on MPI's eager buffering of sends, try a larger --eager-limit (default 65536 bytes) or --send-mode eager)")
+            f"{shown}{more} (check the trace for unmatched sends/recvs; if the application relied on MPI's eager buffering of sends, try a larger --eager-limit (default 65536 bytes) or --send-mode eager)"))

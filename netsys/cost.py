@@ -198,8 +198,9 @@ class PiecewiseLinearCost(CostModel):
             bw = [float(s["bandwidth_Bps"]) for s in segs]
             ref_hops = int(d.get("ref_hops", 2))
             per_hop = float(d.get("per_hop_latency_s", 0.0))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CcmodInputError(f"bad segment field in cost model: {exc}", source=src,
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            why = f"missing {exc}" if isinstance(exc, KeyError) else "not a finite number"
+            raise CcmodInputError(f"bad segment field in cost model: {why}", source=src,
                                   hint="each segment needs min_bytes, latency_s, bandwidth_Bps")
         known = {"format", "version", "kind", "segments", "ref_hops", "per_hop_latency_s",
                  "packet_size", "source"}
@@ -217,7 +218,8 @@ class PiecewiseLinearCost(CostModel):
         try:
             text = p.read_text()
         except OSError as exc:
-            raise CcmodInputError(f"cannot read cost model: {exc.strerror}", source=str(path))
+            raise CcmodInputError(f"cannot read cost model: {exc.strerror}",
+                                  source=str(path)) from None
         except UnicodeDecodeError:
             raise CcmodInputError("not a ccmod cost model (binary file, not JSON text)",
                                   source=str(path), hint="write one with `ccmod fit`") from None
@@ -225,7 +227,11 @@ class PiecewiseLinearCost(CostModel):
             d = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CcmodInputError(f"cost model is not valid JSON: {exc.msg}", source=str(path),
-                                  line=exc.lineno)
+                                  line=exc.lineno) from None
+        except (ValueError, RecursionError):
+            # e.g. a number of thousands of digits, or nesting thousands deep
+            raise CcmodInputError("cost model holds a number or nesting too large to be one",
+                                  source=str(path), hint="write one with `ccmod fit`") from None
         return cls.from_dict(d, source=str(path))
 
     def describe(self) -> str:

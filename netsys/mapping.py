@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import UNUSED_NODES_FACTOR, UNUSED_NODES_FLOOR, excerpt
 
 SRC = "--map"
 
@@ -53,7 +54,16 @@ def rank_to_node(spec: str | os.PathLike | None, nranks: int) -> np.ndarray:
     if kind in ("block", "cyclic") and not sep and not Path(text).exists():
         raise CcmodInputError(f"'{text}' needs a count", source=SRC,
                               hint=f"use {kind}:K, e.g. {kind}:4")
-    return _read_map_file(Path(text), nranks)
+    m = _read_map_file(Path(text), nranks)
+    # node indices far beyond the rank count would size the network (and its per-link
+    # state) for nodes no rank is on: refuse them here, naming the map file
+    limit = max(UNUSED_NODES_FLOOR, UNUSED_NODES_FACTOR * nranks)
+    if nodes_needed(m) > limit:
+        raise CcmodInputError(f"node {int(m.max())} is far beyond what {nranks} ranks use: "
+                              f"the network would be built for {nodes_needed(m):,} nodes "
+                              f"(at most {limit:,} for this run)", source=text,
+                              hint="number the nodes 0..N-1")
+    return m
 
 
 def nodes_needed(mapping: np.ndarray) -> int:
@@ -83,7 +93,7 @@ def _node_index(tok: str, path: str, lineno: int, what: str) -> int:
     try:
         v = int(tok)
     except ValueError:
-        raise CcmodInputError(f"{what} '{tok}' is not an integer", source=path, line=lineno,
+        raise CcmodInputError(f"{what} '{excerpt(tok)}' is not an integer", source=path, line=lineno,
                               hint="lines are 'NODE' (in rank order) or 'RANK NODE'") from None
     if v < 0:
         raise CcmodInputError(f"{what} {v} is negative", source=path, line=lineno)
@@ -96,12 +106,25 @@ def _node_index(tok: str, path: str, lineno: int, what: str) -> int:
 def _read_map_file(path: Path, nranks: int) -> np.ndarray:
     src = str(path)
     try:
-        lines = path.read_text().splitlines()
+        if path.is_dir():
+            raise CcmodInputError("is a folder, not a map file", source=src,
+                                  hint="--map takes block:K, cyclic:K or a file")
+        with open(path, "rb") as f:
+            # a map file has one short line per rank: a file far larger is not one
+            limit = 256 * (nranks + 64)
+            data = f.read(limit + 1)
+        if len(data) > limit or b"\x00" in data:
+            raise CcmodInputError("not a map file (binary or far larger than one line per "
+                                  f"rank for {nranks} ranks)", source=src,
+                                  hint="lines are 'NODE' (in rank order) or 'RANK NODE'")
+        lines = data.decode("utf-8").splitlines()
     except FileNotFoundError:
         raise CcmodInputError("map file not found", source=src,
                               hint="--map takes block:K, cyclic:K or a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CcmodInputError(f"cannot read map file: {getattr(exc, 'strerror', None) or exc}",
+    except UnicodeDecodeError:
+        raise CcmodInputError("not a map file (not UTF-8 text)", source=src) from None
+    except OSError as exc:
+        raise CcmodInputError(f"cannot read map file: {exc.strerror or type(exc).__name__}",
                               source=src) from None
     out = np.full(nranks, -1, dtype=np.int64)
     form = None  # 1 = node per line in rank order, 2 = "rank node" pairs
@@ -112,6 +135,11 @@ def _read_map_file(path: Path, nranks: int) -> np.ndarray:
         if not fields:
             continue
         last_line = lineno
+        if seen == 0 and not all(t.lstrip("+-").isdigit() for t in fields[:2]):
+            # the first line already fails: this is not a map file, so quote none of it
+            raise CcmodInputError("not a map file (the first line is not 'NODE' or "
+                                  "'RANK NODE')", source=src, line=lineno,
+                                  hint="--map takes block:K, cyclic:K or a map file")
         if len(fields) > 2:
             raise CcmodInputError(f"expected 'NODE' or 'RANK NODE', got {len(fields)} fields",
                                   source=src, line=lineno)

@@ -8,5 +8,5 @@ from ccmod.registry import Registry
 NETWORKS = Registry("network", "ccmod.networks",
                     builtins=("ccmod.netsys.topologies", "ccmod.netsys.meshes",
                               "ccmod.netsys.topofile", "ccmod.netsys.fattree",
-                              "ccmod.netsys.dragonfly"),
+                              "ccmod.netsys.dragonfly", "ccmod.netsys.simgrid_platform"),
                     skip_params=("nodes_needed",))

@@ -22,9 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import check_network_size, excerpt
 from ccmod.netsys.base import Param
 from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork
 from ccmod.netsys.registry import NETWORKS
+
+
+#: the largest topology file read (a million-link file is ~40 MB)
+_MAX_BYTES = 64 << 20
 
 
 @NETWORKS.register()
@@ -57,11 +62,22 @@ class TopologyFile(BuiltNetwork):
 
     def _parse(self, p: Path) -> None:
         try:
-            lines = p.read_text().splitlines()
+            if p.is_dir():
+                self._err("is a folder, not a topology file")
+            with open(p, "rb") as f:
+                # a topology file is small text: a huge or binary file is not one
+                data = f.read(_MAX_BYTES + 1)
+            if len(data) > _MAX_BYTES:
+                self._err(f"not a topology file (larger than {_MAX_BYTES:,} bytes)")
+            if b"\x00" in data:
+                self._err("not a topology file (binary content)")
+            lines = data.decode("utf-8").splitlines()
         except FileNotFoundError:
             self._err("topology file not found")
-        except (OSError, UnicodeDecodeError) as exc:
-            self._err(f"cannot read topology file: {getattr(exc, 'strerror', None) or exc}")
+        except UnicodeDecodeError:
+            self._err("not a topology file (not UTF-8 text)")
+        except OSError as exc:
+            self._err(f"cannot read topology file: {exc.strerror or type(exc).__name__}")
         index: dict[str, int] = {}      # vertex name -> vertex id
         nnodes = 0
         is_node: list[bool] = []
@@ -74,6 +90,10 @@ class TopologyFile(BuiltNetwork):
             if not f:
                 continue
             kw, args = f[0].lower(), f[1:]
+            if not index and kw not in ("nodes", "node", "switch", "switches", "link"):
+                # the first statement already fails: not a topology file, quote none of it
+                self._err("not a topology file (the first statement is none of nodes, node, "
+                          "switch, link)", lineno, hint="see docs/networks.md for the format")
             if kw in ("nodes", "node", "switch", "switches"):
                 if kw == "nodes":
                     if len(args) != 1 or not args[0].isdigit() or int(args[0]) < 1:
@@ -89,9 +109,9 @@ class TopologyFile(BuiltNetwork):
                               hint="node indices follow declaration order")
                 for a in args:
                     if a in index:
-                        self._err(f"'{a}' is declared twice", lineno)
+                        self._err(f"'{excerpt(a)}' is declared twice", lineno)
                     if "=" in a:
-                        self._err(f"'{a}' is not a valid name", lineno)
+                        self._err(f"'{excerpt(a)}' is not a valid name", lineno)
                     index[a] = len(is_node)
                     is_node.append(node)
                     nnodes += node
@@ -102,15 +122,15 @@ class TopologyFile(BuiltNetwork):
                 a, b = args[0], args[1]
                 for v in (a, b):
                     if v not in index:
-                        self._err(f"'{v}' is not a declared node or switch", lineno)
+                        self._err(f"'{excerpt(v)}' is not a declared node or switch", lineno)
                 if a == b:
-                    self._err(f"link from '{a}' to itself", lineno)
+                    self._err(f"link from '{excerpt(a)}' to itself", lineno)
                 opts = {"bandwidth": self.values["bandwidth"], "latency": self.values["latency"],
                         "name": f"{a}-{b}"}
                 for item in args[2:]:
                     k, eq, val = item.partition("=")
                     if not eq or k not in opts:
-                        self._err(f"unknown link option '{item}'", lineno,
+                        self._err(f"unknown link option '{excerpt(item)}'", lineno,
                                   hint="valid: bandwidth=, latency=, name=")
                     if k == "name":
                         opts[k] = val
@@ -120,7 +140,7 @@ class TopologyFile(BuiltNetwork):
                     except ValueError:
                         x = math.nan
                     if not math.isfinite(x) or (x <= 0 if k == "bandwidth" else x < 0):
-                        self._err(f"link {k}='{val}' must be a number "
+                        self._err(f"link {k}='{excerpt(val)}' must be a number "
                                   f"{'> 0 (bytes/s)' if k == 'bandwidth' else '>= 0 (s)'}", lineno)
                     opts[k] = x
                 links.append((index[a], index[b]))
@@ -128,10 +148,12 @@ class TopologyFile(BuiltNetwork):
                 cap.append(opts["bandwidth"])
                 lat.append(opts["latency"])
             else:
-                self._err(f"unknown statement '{f[0]}'", lineno,
+                self._err(f"unknown statement '{excerpt(f[0])}'", lineno,
                           hint="valid: nodes, node, switch, link")
         if nnodes == 0:
             self._err("topology declares no nodes", hint="add e.g. 'nodes 4'")
+        check_network_size(self.name, nnodes, self.nodes_needed, f"file {excerpt(p.name)}",
+                           "nodes", self.path)
         self.nnodes = nnodes
         self.vertex_names = list(index)
         self.is_node = np.asarray(is_node, dtype=bool)

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import check_network_size
 from ccmod.netsys.base import Network, Param
 from ccmod.netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
 from ccmod.netsys.registry import NETWORKS
@@ -84,6 +85,7 @@ class BuiltNetwork(Network):
         elif need is not None and n < need:
             self.fail(f"network '{self.name}' has {key}={n} but the run needs {need} nodes",
                       hint=f"raise {key}= or omit it to size the network from the run")
+        check_network_size(self.name, int(n), need, f"{key}={n}", key, SRC)
         return int(n)
 
     def check_fits(self, nnodes: int, names: str, param: str) -> None:
@@ -95,6 +97,7 @@ class BuiltNetwork(Network):
             self.fail(f"network '{self.name}' has {nnodes} nodes ({names}) but the run needs "
                       f"{self.nodes_needed}",
                       hint=f"raise {param}= or omit it to size the network from the run")
+        check_network_size(self.name, int(nnodes), self.nodes_needed, names, param, SRC)
 
     def _check_values(self) -> None:
         for key, v in self.values.items():

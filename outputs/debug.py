@@ -18,6 +18,7 @@ import numpy as np
 
 from ccmod.outputs.base import SIGNALS, Sink
 from ccmod.outputs.common import SIGNAL_COLUMNS, ChunkBuffer, discard, resolve_out_dir, temp_name
+from ccmod.atomic import release
 from ccmod.outputs.registry import SINKS
 
 
@@ -75,6 +76,7 @@ class DebugSink(Sink):
             self._fh.close()
             self._fh = None
             os.replace(self.tmp, self.final)
+            release(self.tmp)
         except BaseException:
             discard(self.tmp)
             raise

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ccmod.errors import CcmodInputError
-from ccmod.atomic import atomic_path, atomic_write_text
+from ccmod.atomic import atomic_path, atomic_write_text, release
 from ccmod.outputs.base import Sink
 from ccmod.outputs.common import (ALL_STATE_NAMES, MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE,
                             LINK_LOAD_COLUMNS, ChunkBuffer, discard, frame_to_columns,
@@ -93,6 +93,7 @@ class _Stream:
         self.writer.close()
         if rename:
             os.replace(self.tmp, self.final)
+            release(self.tmp)
 
     def abort(self) -> None:
         try:

@@ -87,7 +87,7 @@ def test_out_dir_tables_and_debug_trace(tmp_path):
     assert debug, list(out.iterdir())
     text = debug[0].read_text()
     assert "EVENTHORIZON" in text and "MSGSTART" in text and "MSGEND" in text
-    assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]
+    assert not [f for f in out.iterdir() if f.name.endswith((".tmp", ".ccmod-tmp"))]
 
 
 def test_networks_lists_names():

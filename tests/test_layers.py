@@ -4,7 +4,7 @@ ccmod installs one package with four rooms: the core and front end in ``ccmod/``
 plugin rooms ``ccmod.netsys``, ``ccmod.workloads`` and ``ccmod.outputs``. The rules:
 
 - the package facade (``ccmod/__init__.py``, lazy ``ccmod.run``) belongs to the front end;
-- the core (errors, units, registry, options, codes, atomic writes, JSON, progress bar,
+- the core (errors, input guards, units, registry, options, codes, atomic writes, JSON, progress bar,
   sharing-rule names, the RunResult data type) imports nothing else of ccmod;
 - the rooms import the core and each other, never the engine or the front end (API, CLI,
   sweep, analytic);
@@ -21,7 +21,7 @@ ROOMS = {"ccmod": "ccmod", "netsys": "ccmod.netsys", "workloads": "ccmod.workloa
          "outputs": "ccmod.outputs"}
 CORE = {"ccmod.errors", "ccmod.units", "ccmod.registry", "ccmod.options",
         "ccmod.codes", "ccmod.atomic", "ccmod.jsonio", "ccmod.progress", "ccmod.sharing",
-        "ccmod.result"}
+        "ccmod.result", "ccmod.guard"}
 ENGINE = {"ccmod.compile", "ccmod.kernel", "ccmod.engine", "ccmod.handlers", "ccmod.collect"}
 
 

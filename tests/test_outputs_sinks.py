@@ -34,7 +34,7 @@ def test_parquet_tables_columns_and_counts(tiny_dir):
     names = {p.name for p in d.iterdir()}
     assert {"messages.parquet", "rank_states.parquet", "link_load.parquet", "ranks.parquet",
             "links.parquet", "run.json", "debug.txt"} <= names
-    assert not [n for n in names if n.endswith(".tmp")]  # temporaries renamed or removed
+    assert not [n for n in names if n.endswith((".tmp", ".ccmod-tmp"))]  # temporaries renamed or removed
     m = pd.read_parquet(d / "messages.parquet")
     assert list(m.columns) == ["msg_id", "src", "dst", "tag", "nbytes", "t_post_s",
                                "t_start_s", "t_end_s", "quiet_s", "slowdown", "bottleneck",

@@ -277,7 +277,9 @@ def test_real_replay_multiple_description(real_dir):
     _matched(w)
 
 
-def test_handwritten_pair_via_description(tmp_path, real_dir):
+def test_handwritten_pair_via_description(tmp_path, real_dir, monkeypatch):
+    # the listed files lie outside the description's folder: allowed explicitly (issue 14)
+    monkeypatch.setenv("CCMOD_ALLOW_OUTSIDE_PATHS", "1")
     src = real_dir / "simgrid/handwritten-replay-examples"
     desc = tmp_path / "d.txt"
     desc.write_text(f"{src / 'actions0.txt'}\n{src / 'actions1.txt'}\n")

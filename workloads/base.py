@@ -28,6 +28,8 @@ A wait on a set of requests is written as consecutive OP_WAITs (same completion 
 """
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,6 +81,10 @@ class Workload:
         """Return (file, line) of record ``i`` for error messages."""
         fid = int(self.file_id[i])
         f = self.files[fid] if 0 <= fid < len(self.files) else None
+        read_from = getattr(self, "read_from", None)
+        if read_from:
+            # a Parquet/CSV copy: name the file the user gave; lines are the original's
+            f = f"{read_from} (record of {os.path.basename(f)})" if f else read_from
         ln = int(self.line[i])
         return f, (ln if ln > 0 else None)
 
@@ -155,6 +161,27 @@ class WorkloadBuilder:
     def amrequest(self, rank, dst, nbytes, handler_s, **kw):
         self.add(rank, OP_AMREQUEST, peer=dst, nbytes=int(nbytes), duration_s=float(handler_s), **kw)
 
+    def _bad_value(self, name: str, dtype) -> None:
+        """Raise a one-line error at the first record whose ``name`` does not fit ``dtype``
+        (e.g. a byte count of 2**63 in a trace): file:line instead of OverflowError."""
+        from ccmod.errors import CcmodInputError
+        from ccmod.guard import excerpt
+        info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else None
+        for i, v in enumerate(self._cols[name]):
+            try:
+                ok = (info.min <= int(v) <= info.max) if info else np.isfinite(float(v)) \
+                    or name == "duration_s" and float(v) == float("inf")
+            except (OverflowError, ValueError, TypeError):
+                ok = False
+            if not ok:
+                fid, line = self._cols["file_id"][i], self._cols["line"][i]
+                src = self.files[fid] if isinstance(fid, int) and 0 <= fid < len(self.files) \
+                    else None
+                raise CcmodInputError(f"{name} {excerpt(v)} is out of range",
+                                      source=src, line=line or None,
+                                      hint="the value does not fit a 64-bit field; is the "
+                                           "record corrupt?")
+
     def build(self) -> Workload:
         c = self._cols
         rank = np.asarray(c["rank"], dtype=np.int64)
@@ -167,7 +194,13 @@ class WorkloadBuilder:
         np.cumsum(counts, out=rank_ptr[1:])
 
         def col(name, dtype):
-            return np.asarray(c[name], dtype=dtype)[order] if rank.size else np.zeros(0, dtype)
+            if not rank.size:
+                return np.zeros(0, dtype)
+            try:
+                return np.asarray(c[name], dtype=dtype)[order]
+            except (OverflowError, ValueError, TypeError):
+                self._bad_value(name, dtype)
+                raise
 
         return Workload(
             nranks=nranks, rank_ptr=rank_ptr, op=col("op", np.int8), peer=col("peer", np.int32),

@@ -45,6 +45,12 @@ def make(kind: str, params: dict | None = None, seed: int = 0,
                                   hint="at most 1e12")
     if not (0 <= int(seed) < 2**63):
         raise CcmodInputError(f"seed {seed} must be a non-negative integer", source="--seed")
+    from ccmod.workloads.gen_budget import check_budget
+    try:
+        defaults = parameters(fn)
+    except (TypeError, ValueError):  # a third-party callable without a signature
+        defaults = {}
+    check_budget(kind, {**defaults, **kwargs}, source=source)
     return fn(**kwargs, seed=int(seed))
 
 

@@ -20,14 +20,13 @@ Mapping
 """
 from __future__ import annotations
 
-import gzip
-import io
 import os
 import re
 from bisect import bisect_right
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import check_declared_ranks, open_gzip_bounded
 from ccmod.workloads.assembler import COLLECTIVE_KINDS, TraceAssembler
 from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
@@ -65,7 +64,7 @@ def _open_text(path: str):
     with open(path, "rb") as f:
         magic = f.read(2)
     if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict")
+        return open_gzip_bounded(path, "rt", encoding="utf-8", errors="strict")
     return open(path, encoding="utf-8", errors="strict")
 
 
@@ -218,6 +217,7 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
     for k in ntasks:
         offs.append(offs[-1] + k)
     nranks = offs[-1]
+    check_declared_ranks(nranks, path, "the header declares")
     notes = []
     if unit is None:
         unit = pcf_unit or 1e-6

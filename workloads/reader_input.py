@@ -66,5 +66,23 @@ def input_guard(source: str, where=None, what: str = "malformed trace"):
         if where is not None:
             with contextlib.suppress(Exception):
                 line = where()
-        raise CcmodInputError(f"{what}: {type(exc).__name__}: {exc}", source=str(source),
-                              line=line) from None
+        raise CcmodInputError(f"{what}: {describe_exception(exc)}", source=str(source),
+                              line=line, hint="is the file corrupt or of another format?") \
+            from None
+
+
+def describe_exception(exc: BaseException) -> str:
+    """What a parser exception says about the input, in words (not Python's text)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, OverflowError):
+        return "a number out of range"
+    if isinstance(exc, (zlib.error, gzip.BadGzipFile, EOFError)):
+        return "corrupt or truncated compressed data"
+    text = str(exc)
+    if "int_max_str_digits" in text or "Exceeds the limit" in text:
+        return "a number with thousands of digits"
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    from ccmod.guard import excerpt
+    return f"{type(exc).__name__}: {excerpt(text, 120)}"

@@ -35,6 +35,7 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.atomic import atomic_path
+from ccmod.guard import excerpt
 from ccmod.workloads.base import OP_NAMES, Workload
 from ccmod.workloads.registry import READERS
 from ccmod.jsonio import json_default
@@ -86,8 +87,7 @@ def _from_columns(cols: dict, nranks: int | None, files, meta, source: str) -> W
         raise CcmodInputError(f"rows are not sorted by rank (row {i + 1})", source=source,
                               hint="each rank's records must be contiguous and in order")
     top = int(rank.max()) + 1 if n else 0
-    if nranks is None:
-        nranks = top
+    nranks, files, meta = _check_header(nranks, files, meta, top, n, source)
     if top > nranks:
         raise CcmodInputError(f"rank {top - 1} outside 0..{nranks - 1}", source=source)
     op = cols["op"]
@@ -100,8 +100,37 @@ def _from_columns(cols: dict, nranks: int | None, files, meta, source: str) -> W
                               source=source)
     rank_ptr = np.zeros(nranks + 1, np.int64)
     np.cumsum(np.bincount(rank, minlength=nranks), out=rank_ptr[1:])
-    return Workload(nranks=int(nranks), rank_ptr=rank_ptr,
-                    **{k: cols[k] for k, _ in COLUMNS[1:]}, files=list(files), meta=dict(meta))
+    w = Workload(nranks=int(nranks), rank_ptr=rank_ptr,
+                 **{k: cols[k] for k, _ in COLUMNS[1:]}, files=list(files), meta=dict(meta))
+    w.read_from = source    # errors name this file, not the trace named in the header
+    return w
+
+
+#: ranks a header may declare beyond those that have records (idle ranks)
+_IDLE_RANKS = 1024
+
+
+def _check_header(nranks, files, meta, top: int, nrows: int, source: str):
+    """Validate the declared header (Parquet key-value metadata / CSV JSON line) against
+    the data: types, and a rank count the records can justify (a 4 KB file declaring 1e8
+    ranks must not allocate per-rank arrays for them). The files named in later errors
+    name the file the user gave (``Workload.read_from``, see ``Workload.where``)."""
+    if nranks is None:
+        nranks = top
+    if isinstance(nranks, bool) or not isinstance(nranks, (int, np.integer)):
+        raise CcmodInputError("ccmod nranks in the header is not an integer", source=source)
+    limit = top + max(_IDLE_RANKS, nrows)
+    if not top <= nranks <= limit:
+        raise CcmodInputError(f"header declares {int(nranks)} ranks but the records use "
+                              f"{top}", source=source,
+                              hint=f"at most {limit} (ranks without records); is the file "
+                                   "corrupt?")
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise CcmodInputError("ccmod files in the header is not a list of names",
+                              source=source)
+    if not isinstance(meta, dict):
+        raise CcmodInputError("ccmod meta in the header is not a JSON object", source=source)
+    return int(nranks), files, meta
 
 
 @READERS.register()
@@ -144,7 +173,8 @@ class ParquetReader:
                 raise CcmodInputError(f"not a ccmod workload: missing column(s) "
                                       f"{', '.join(missing)}", source=src,
                                       hint="columns: " + ", ".join(c for c, _ in COLUMNS))
-            md = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+            md = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+                  for k, v in (schema.metadata or {}).items()}
             n = pf.metadata.num_rows
             cols = {c: np.empty(n, dt) for c, dt in COLUMNS}
             pos = 0
@@ -167,16 +197,19 @@ class ParquetReader:
         except CcmodInputError:
             raise
         except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError) as exc:
-            raise CcmodInputError(f"cannot read Parquet workload: {exc}", source=src) from None
+            raise CcmodInputError(f"cannot read Parquet workload: {excerpt(exc, 120)}",
+                                  source=src, hint="is the file truncated or corrupt?") from None
         version = md.get("ccmod.format_version", FORMAT_VERSION)
         if version != FORMAT_VERSION:
             raise CcmodInputError(f"unsupported ccmod Parquet format version {version}",
                                   source=src, hint=f"this ccmod reads version {FORMAT_VERSION}")
         try:
             nranks = int(md["ccmod.nranks"]) if "ccmod.nranks" in md else None
+            if nranks is not None and not 0 <= nranks < 2 ** 31:
+                raise ValueError
             files = json.loads(md.get("ccmod.files", "[]"))
             meta = json.loads(md.get("ccmod.meta", "{}"))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError, RecursionError):
             raise CcmodInputError("corrupt ccmod metadata in the Parquet footer",
                                   source=src) from None
         w = _from_columns(cols, nranks, files, meta, src)
@@ -216,23 +249,38 @@ def write_csv(workload: Workload, path) -> Path:
     return path
 
 
+def _line_of_byte(path, offset: int) -> int | None:
+    """1-based line number holding byte ``offset`` of ``path`` (None if unknown)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(max(0, int(offset))).count(b"\n") + 1
+    except (OSError, TypeError, ValueError):
+        return None
+
+
 def _read_ccmod_csv(path: Path, compute_scale: float) -> Workload:
     import pandas as pd
     src = str(path)
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         f.readline()
-        second = f.readline()
+        second = f.readline(1 << 20)
     head = {}
     if second.startswith("# "):
         try:
             head = json.loads(second[2:])
         except ValueError:
             raise CcmodInputError("corrupt JSON header line", source=src, line=2) from None
+        if not isinstance(head, dict):
+            raise CcmodInputError("the JSON header line is not an object", source=src, line=2)
     try:
         df = pd.read_csv(path, comment="#", skip_blank_lines=True,
                          dtype={"op": str}, keep_default_na=False)
+    except UnicodeDecodeError as exc:
+        line = _line_of_byte(path, exc.start)
+        raise CcmodInputError("not UTF-8 text", source=src, line=line,
+                              hint="the CSV must be UTF-8; is the file corrupt?") from None
     except (ValueError, pd.errors.ParserError, OSError) as exc:
-        raise CcmodInputError(f"cannot parse CSV: {str(exc).splitlines()[0]}",
+        raise CcmodInputError(f"cannot parse CSV: {excerpt(str(exc).splitlines()[0], 120)}",
                               source=src) from None
     missing = [c for c, _ in COLUMNS if c not in df.columns]
     if missing:
@@ -277,8 +325,10 @@ def _read_ccmod_csv(path: Path, compute_scale: float) -> Workload:
         cols[c] = arr.astype(dt)
     try:
         nranks = int(head["nranks"]) if "nranks" in head else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise CcmodInputError("bad nranks in the JSON header", source=src, line=2) from None
+    if nranks is not None and not 0 <= nranks < 2 ** 31:
+        raise CcmodInputError("bad nranks in the JSON header", source=src, line=2)
     w = _from_columns(cols, nranks, head.get("files", []), head.get("meta", {}), src)
     if compute_scale != 1.0:
         w.duration_s = w.duration_s * compute_scale

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import excerpt
 from ccmod.workloads.measured import TracedTime
 from ccmod.workloads.base import (OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND,
                             OP_WAIT, OP_WAITALL, WorkloadBuilder)
@@ -55,9 +56,12 @@ def _get(a: dict, names, src, row, what):
     for n in names:
         if n in a:
             try:
-                return int(a[n])
-            except (TypeError, ValueError):
+                v = int(a[n])
+            except (TypeError, ValueError, OverflowError):
                 break
+            if -2 ** 62 <= v <= 2 ** 62:
+                return v
+            break
     raise CcmodInputError(f"missing or bad '{names[0]}' attribute for {what}", source=src,
                           line=row)
 
@@ -76,8 +80,12 @@ def read_pipit_csv(path: Path, compute_scale: float = 1.0, **unknown):
         raise CcmodInputError(f"unknown option(s) for pipit CSV: {', '.join(unknown)}")
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (ValueError, pd.errors.ParserError, OSError, UnicodeDecodeError) as exc:
-        raise CcmodInputError(f"cannot parse CSV: {str(exc).splitlines()[0]}",
+    except UnicodeDecodeError as exc:
+        from ccmod.workloads.tabular import _line_of_byte
+        raise CcmodInputError("not UTF-8 text", source=src, line=_line_of_byte(path, exc.start),
+                              hint="the CSV must be UTF-8; is the file corrupt?") from None
+    except (ValueError, pd.errors.ParserError, OSError) as exc:
+        raise CcmodInputError(f"cannot parse CSV: {excerpt(str(exc).splitlines()[0], 120)}",
                               source=src) from None
     cols = {c.strip().lower(): c for c in df.columns}
     tcol = next((c for k, c in cols.items() if k.startswith("timestamp")), None)
@@ -95,8 +103,9 @@ def read_pipit_csv(path: Path, compute_scale: float = 1.0, **unknown):
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
             raise CcmodInputError(f"bad {name} value", source=src, line=int(bad[0]) + 2)
-    if (proc < 0).any() or (proc != np.round(proc)).any():
-        row = int(np.flatnonzero((proc < 0) | (proc != np.round(proc)))[0]) + 2
+    bad = (proc < 0) | (proc != np.round(proc)) | (proc >= 2 ** 31)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0]) + 2
         raise CcmodInputError("process must be a non-negative integer (the MPI rank)",
                               source=src, line=row)
     proc = proc.astype(np.int64)
@@ -105,9 +114,10 @@ def read_pipit_csv(path: Path, compute_scale: float = 1.0, **unknown):
     if nranks == 0:
         raise CcmodInputError("no events", source=src)
     if present.size != nranks:
-        missing = sorted(set(range(nranks)) - set(present.tolist()))[:5]
-        raise CcmodInputError(f"processes must be numbered 0..N-1: missing {missing}",
-                              source=src)
+        # the first gap, without materialising range(nranks) (a corrupt row may say 2^31)
+        first = int(np.flatnonzero(present != np.arange(present.size))[0])
+        raise CcmodInputError(f"processes must be numbered 0..N-1: process {first} is "
+                              f"missing (the largest is {nranks - 1})", source=src)
     etype = df[cols["event type"]].to_numpy(object)
     names = df[cols["name"]].to_numpy(object)
     attrs = df[cols["attributes"]].to_numpy(object) if "attributes" in cols else None

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from pathlib import Path
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import excerpt, inside_folder, open_gzip_bounded
 from ccmod.workloads.registry import READERS
 from ccmod.workloads.ti_parse import VALID_ACTIONS, WAIT_IDS, TIParser, looks_untagged
 
@@ -31,7 +33,7 @@ def read_text(path: Path) -> str:
     """Read a (possibly gzip'd) text file; every failure becomes CcmodInputError."""
     try:
         if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as f:
+            with open_gzip_bounded(path, "rt", encoding="utf-8") as f:
                 text = f.read()
         else:
             with open(path, encoding="utf-8") as f:
@@ -39,8 +41,10 @@ def read_text(path: Path) -> str:
     except UnicodeDecodeError:
         raise CcmodInputError("not a text file (cannot decode as UTF-8)", source=str(path),
                               hint="is this a binary trace? try --format") from None
-    except (OSError, EOFError) as exc:
-        raise CcmodInputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}",
+    except (OSError, EOFError, zlib.error) as exc:
+        why = getattr(exc, "strerror", None) or ("not a valid gzip file" if
+                                                   path.suffix == ".gz" else type(exc).__name__)
+        raise CcmodInputError(f"cannot read: {excerpt(why, 80)}",
                               source=str(path), hint="is the file truncated?") from None
     if "\x00" in text:
         raise CcmodInputError("not a text file (contains NUL bytes)", source=str(path),
@@ -95,16 +99,28 @@ def _is_number(tok: str) -> bool:
         return False
 
 
-def resolve_listed(desc: Path, entry: str) -> Path | None:
-    """Find a trace file named in description file ``desc`` (see module doc)."""
+def resolve_listed(desc: Path, entry: str, strict: bool = False) -> Path | None:
+    """Find a trace file named in description file ``desc`` (see module doc).
+
+    Only files inside the description file's folder count (``--allow-outside-paths``
+    lifts this): a description file must not make ccmod read, and quote in an error, a
+    file the user did not mean. ``strict`` raises when the only match lies outside.
+    """
     p = Path(entry)
-    if p.is_absolute():
-        return p if p.is_file() else None
     base = desc.resolve().parent
-    for folder in (base, *base.parents, Path.cwd()):
-        cand = folder / p
+    cands = [p] if p.is_absolute() else [folder / p for folder in (base, *base.parents,
+                                                                   Path.cwd())]
+    outside = None
+    for cand in cands:
         if cand.is_file():
-            return cand
+            if inside_folder(cand, base):
+                return cand
+            outside = outside or cand
+    if strict and outside is not None:
+        raise CcmodInputError(f"listed file '{excerpt(entry, 80)}' is outside the "
+                              "description file's folder", source=str(desc),
+                              hint="move it next to the description file, or pass "
+                                   "--allow-outside-paths if you trust this file")
     return None
 
 
@@ -231,9 +247,9 @@ class TIReader:
                 raise CcmodInputError("a description file lists one trace file per line",
                                       source=str(desc), line=ln,
                                       hint="line i is the path of rank i's TI file")
-            found = resolve_listed(desc, toks[0])
+            found = resolve_listed(desc, toks[0], strict=True)
             if found is None:
-                raise CcmodInputError(f"listed trace file '{toks[0]}' not found",
+                raise CcmodInputError(f"listed trace file '{excerpt(toks[0], 80)}' not found",
                                       source=str(desc), line=ln,
                                       hint="paths are relative to the description file's "
                                            "folder (or a parent folder)")

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import excerpt
 from ccmod.workloads.base import OP_COMPUTE, SEND_OPS, RECV_OPS, Workload
 
 
@@ -39,9 +40,9 @@ def read_replay_multiple(reader, desc: Path, lines, opts: dict) -> Workload:
         if size <= 0 or not 0 <= delay < 9e18:
             raise CcmodInputError("instance size must be > 0 and delay >= 0", source=str(desc),
                                   line=ln)
-        found = resolve_listed(desc, toks[1])
+        found = resolve_listed(desc, toks[1], strict=True)
         if found is None:
-            raise CcmodInputError(f"replay file '{toks[1]}' not found", source=str(desc),
+            raise CcmodInputError(f"replay file '{excerpt(toks[1], 80)}' not found", source=str(desc),
                                   line=ln, hint="paths are relative to the description "
                                                 "file's folder (or a parent folder)")
         parts.append((toks[0], found, size, delay, ln))
