@@ -136,3 +136,28 @@ def test_one_spec_parser_and_converter_for_every_family():
 def NETWORKS_():
     from ccmod.netsys.registry import NETWORKS
     return NETWORKS
+
+
+def test_every_builtin_registration_is_in_its_registrys_lazy_list():
+    # a module registering built-ins must be listed in its registry's `builtins`, or its
+    # plugins would only appear after something else happened to import it
+    import re
+    from pathlib import Path
+
+    from ccmod.outputs.registry import SINKS
+    from ccmod.workloads.registry import GENERATORS, READERS
+    root = Path(__file__).resolve().parent.parent
+    registries = {"NETWORKS": NETWORKS_(), "READERS": READERS, "GENERATORS": GENERATORS,
+                  "SINKS": SINKS}
+    rooms = {"netsys": "ccmod.netsys", "workloads": "ccmod.workloads", "outputs": "ccmod.outputs"}
+    missing, seen = [], set()
+    for folder, pkg in rooms.items():
+        for path in (root / folder).glob("*.py"):
+            for name in set(re.findall(r"^@(\w+)\.register\(", path.read_text(), re.M)):
+                if name in registries:
+                    mod = f"{pkg}.{path.stem}"
+                    seen.add(name)
+                    if mod not in registries[name].builtins:
+                        missing.append(f"{mod} registers in {name}")
+    assert not missing, missing
+    assert seen == set(registries)
