@@ -1,115 +1,272 @@
-"""Engine benchmark: records/s and peak memory on synthetic workloads.
+"""Engine benchmark: ccmod's compiled kernel side by side with SimGrid's C++ replay.
 
 Usage::
 
-    python bench/bench_engine.py                # default sizes
-    python bench/bench_engine.py --scale 0.1    # quicker
+    python bench/bench_engine.py                 # the issue's workloads (1M records)
+    python bench/bench_engine.py --scale 0.1     # quicker (100k records)
     python bench/bench_engine.py --json
 
-Each case runs in a fresh subprocess so its peak RSS (ru_maxrss) is its own; every case is
-repeated ``--repeat`` times and the median wall time is reported (machines are noisy).
-Workloads (built with :class:`workloads.base.WorkloadBuilder`, seeded, no file I/O):
+Workloads (generated, seeded; written once as TI text under ``--workdir``):
 
-light     halo exchange on a ring (each link carries one message at a time) + compute
-alltoall  every rank isend/irecv to every other, repeated; star network
-incast    all ranks send to rank 0 at once, repeated (hundreds of messages on one link)
+random64   64 ranks on a star, random pairs per round (blocking send/recv, rendezvous);
+           run under ``--sharing ccmod`` and ``maxmin``; SimGrid replays the same TI file
+           (bench/simgrid_replay.cpp: one actor per rank, blocking mailbox put/get,
+           network/model:CM02, network/crosstraffic:0, split-duplex star links)
+incastK    2K ranks: K senders on their own nodes, K receivers all on one node (K messages
+           share that node's downlink), K = 1 ... 1024: cost per record vs sharers
+light16    the article's myrinet16, random pairs with exponential compute between messages
+nojit      random64 at 2k records with NUMBA_DISABLE_JIT=1 (the same code, interpreted)
+
+Every measurement runs in a fresh subprocess (its own peak RSS); ccmod and SimGrid runs
+alternate, ``--repeat`` times, and medians are reported. ``engine rec/s`` is records over
+the engine's own wall time (compile + evaluate, no reading); SimGrid's is records over
+``Engine::run()``; ``whole s`` is the whole process (``ccmod run trace.ti --json`` vs the
+SimGrid binary: start-up, reading, simulating). Memory: peak RSS above the interpreter
+with ccmod imported, per record (not recording outputs).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BW, LAT = 1e8, 1e-6
+STAR = f"star:bandwidth={BW:g},latency={LAT:g}"
+SG_CFG = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+          "--log=root.thres:critical"]
 
 
-def build(case: str, scale: float):
+# -- workloads ----------------------------------------------------------------------
+def random_pairs(P, nrec, seed, compute_mean_s=0.0):
+    """Rounds of a random perfect matching, random direction: one record per rank per
+    round (plus one compute record per rank when ``compute_mean_s`` > 0)."""
     import numpy as np
     from ccmod.workloads.base import WorkloadBuilder
-    rng = np.random.default_rng(1)
-    if case == "light":
-        P, iters = 64, max(1, int(2000 * scale))
-        b = WorkloadBuilder(P)
-        for it in range(iters):
+    rng = np.random.default_rng(seed)
+    per_round = P * (2 if compute_mean_s > 0 else 1)
+    rounds = max(1, nrec // per_round)
+    b = WorkloadBuilder(P)
+    sizes = (2 ** rng.uniform(10, 18, size=(rounds, P // 2))).astype(np.int64)
+    for k in range(rounds):
+        perm = rng.permutation(P)
+        flip = rng.random(P // 2) < 0.5
+        for i in range(P // 2):
+            a, c = int(perm[2 * i]), int(perm[2 * i + 1])
+            if flip[i]:
+                a, c = c, a
+            n = int(sizes[k, i])
+            b.send(a, c, n)
+            b.recv(c, a, n)
+        if compute_mean_s > 0:
             for r in range(P):
-                b.irecv(r, (r - 1) % P, 0, 8192); b.isend(r, (r + 1) % P, 8192, 1)
-                b.waitall(r); b.compute(r, float(rng.exponential(1e-5)))
-        return b.build(), "star"
-    if case == "alltoall":
-        P, iters = 32, max(1, int(40 * scale))
-        b = WorkloadBuilder(P)
-        for it in range(iters):
-            for r in range(P):
-                req = 0
-                for k in range(1, P):
-                    b.irecv(r, (r - k) % P, req, 4096); req += 1
-                for k in range(1, P):
-                    b.isend(r, (r + k) % P, 4096, req); req += 1
-                b.waitall(r)
-        return b.build(), "star"
-    if case == "incast":
-        P, iters = 512, max(1, int(40 * scale))
-        b = WorkloadBuilder(P)
-        for it in range(iters):
-            for r in range(1, P):
-                b.send(r, 0, 65536)
-                b.irecv(0, r, r, 65536)
-            b.waitall(0)
-        return b.build(), "star"
-    raise SystemExit(f"unknown case {case}")
+                b.compute(r, float(rng.exponential(compute_mean_s)))
+    return b.build()
 
 
-def one(case: str, scale: float, sharing: str) -> dict:
+def incast(K, nrec):
+    """K senders -> K receivers; receivers share one node (K-fold contention)."""
+    from ccmod.workloads.base import WorkloadBuilder
+    rounds = max(1, nrec // (2 * K))
+    b = WorkloadBuilder(2 * K)
+    for _ in range(rounds):
+        for i in range(K):
+            b.send(i, K + i, 65536)
+            b.recv(K + i, i, 65536)
+    return b.build()
+
+
+def write_case(workdir, name, w, node_of_rank):
+    from ccmod.workloads.ti_write import write_ti
+    d = Path(workdir)
+    trace = d / f"{name}.ti"
+    if not trace.exists():
+        write_ti(w, trace)
+    mp = d / f"{name}.map"
+    mp.write_text("".join(f"{r} {n}\n" for r, n in enumerate(node_of_rank)))
+    hosts = d / f"{name}.hosts"
+    hosts.write_text("".join(f"h{n}\n" for n in node_of_rank))
+    nn = max(node_of_rank) + 1
+    plat = d / f"{name}.xml"
+    plat.write_text(
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\">\n"
+        f"  <cluster id=\"star\" prefix=\"h\" suffix=\"\" radical=\"0-{nn - 1}\" speed=\"1Gf\" "
+        f"bw=\"{BW:g}Bps\" lat=\"{LAT:g}s\" sharing_policy=\"SPLITDUPLEX\"/>\n</platform>\n")
+    return {"trace": str(trace), "map": str(mp), "hosts": str(hosts), "platform": str(plat),
+            "records": int(w.nrecords)}
+
+
+# -- one measurement per subprocess ----------------------------------------------------
+def _child(args) -> None:
     import resource
     from ccmod.api import run
+    import ccmod.kernel.loop  # noqa: F401 - imported before the baseline
+    import pandas  # noqa: F401
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     t0 = time.perf_counter()
-    w, net = build(case, scale)
-    t_build = time.perf_counter() - t0
-    r = run(w, net, sharing=sharing, send_mode="rendezvous", record=True)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"case": case, "sharing": sharing, "records": r.records, "messages": r.messages_count,
-            "events": r.events, "wall_s": r.wall_s, "records_per_s": r.records_per_s,
-            "build_s": t_build, "peak_rss_MB": rss / 2**20, "makespan_s": r.makespan_s}
+    r = run(args.trace, args.network, sharing=args.sharing, mapping=args.map, record=False)
+    t_all = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"records": r.records, "wall_s": r.wall_s, "read_s": t_all - r.wall_s,
+                      "makespan_s": r.makespan_s, "events": r.events,
+                      "mem_B_per_record": max(peak - base, 0) / max(r.records, 1),
+                      "peak_MB": peak / 2**20}))
+
+
+def run_ccmod(case, sharing, network, env=None):
+    cmd = [sys.executable, __file__, "--child", "--trace", case["trace"], "--map", case["map"],
+           "--network", network, "--sharing", sharing]
+    e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=3600)
+    if p.returncode:
+        raise SystemExit(p.stderr[-3000:])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_ccmod_whole(case, sharing, network):
+    cmd = [sys.executable, "-m", "ccmod", "run", case["trace"], "--network", network,
+           "--sharing", sharing, "--map", case["map"], "--json"]
+    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=3600)
+    if p.returncode:
+        raise SystemExit(p.stderr[-3000:])
+    return time.perf_counter() - t0
+
+
+def run_simgrid(binary, case):
+    cmd = ["/usr/bin/time", "-f", "%M", binary, case["platform"], case["trace"], case["hosts"],
+           *SG_CFG]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    whole = time.perf_counter() - t0
+    if p.returncode:
+        raise SystemExit(p.stderr[-3000:])
+    tok = p.stdout.split()
+    out = dict(zip(tok[::2], tok[1::2]))
+    return {"events": int(out["events"]), "makespan_s": float(out["makespan"]),
+            "run_s": float(out["run_s"]), "whole_s": whole,
+            "peak_MB": int(p.stderr.strip().splitlines()[-1]) / 1024}
+
+
+def build_simgrid(workdir):
+    """Compile bench/simgrid_replay.cpp; None when SimGrid or g++ is absent."""
+    if not shutil.which("g++") or not shutil.which("pkg-config"):
+        return None
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "simgrid"], capture_output=True,
+                           text=True)
+    if flags.returncode:
+        return None
+    out = Path(workdir) / "simgrid_replay"
+    src = ROOT / "bench" / "simgrid_replay.cpp"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        p = subprocess.run(["g++", "-O2", "-std=c++17", str(src), "-o", str(out),
+                            *flags.stdout.split()], capture_output=True, text=True)
+        if p.returncode:
+            print("SimGrid replay does not build:", p.stderr[-500:], file=sys.stderr)
+            return None
+    return str(out)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--scale", type=float, default=1.0, help="1.0 = 1M records per case")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--cases", default="light,alltoall,incast")
-    ap.add_argument("--sharing", default="ccmod")
+    ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--trace"); ap.add_argument("--map"); ap.add_argument("--network")
+    ap.add_argument("--sharing")
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(one(a.child[0], float(a.child[1]), a.child[2])))
-        return
+        return _child(a)
+    sys.path.insert(0, str(ROOT))
+    workdir = a.workdir or tempfile.mkdtemp(prefix="ccmod-bench-")
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    N = int(1_000_000 * a.scale)
+    sg = build_simgrid(workdir)
     rows = []
-    for case in a.cases.split(","):
-        runs = []
-        for _ in range(a.repeat):
-            out = subprocess.run([sys.executable, __file__, "--child", case, str(a.scale), a.sharing],
-                                 capture_output=True, text=True, env=os.environ)
-            if out.returncode:
-                sys.exit(out.stderr)
-            runs.append(json.loads(out.stdout))
-        med = statistics.median(r["wall_s"] for r in runs)
-        row = dict(runs[0])
-        row["wall_s"] = med
-        row["records_per_s"] = row["records"] / med
-        row["peak_rss_MB"] = max(r["peak_rss_MB"] for r in runs)
+
+    def case_row(name, case, sharing, network, with_sg):
+        cc, sgr, whole = [], [], []
+        for _ in range(a.repeat):             # alternate: noise hits both alike
+            cc.append(run_ccmod(case, sharing, network))
+            if with_sg and sg:
+                sgr.append(run_simgrid(sg, case))
+        if with_sg:
+            whole = [run_ccmod_whole(case, sharing, network) for _ in range(a.repeat)]
+        row = {"case": name, "sharing": sharing, "records": case["records"],
+               "engine_rec_per_s": med([c["records"] / c["wall_s"] for c in cc]),
+               "engine_wall_s": med([c["wall_s"] for c in cc]),
+               "read_s": med([c["read_s"] for c in cc]),
+               "mem_B_per_record": med([c["mem_B_per_record"] for c in cc]),
+               "peak_MB": med([c["peak_MB"] for c in cc]),
+               "makespan_s": cc[0]["makespan_s"]}
+        if whole:
+            row["whole_s"] = med(whole)
+        if sgr:
+            row["simgrid_ev_per_s"] = med([s["events"] / s["run_s"] for s in sgr])
+            row["simgrid_whole_s"] = med([s["whole_s"] for s in sgr])
+            row["simgrid_peak_MB"] = med([s["peak_MB"] for s in sgr])
+            row["simgrid_makespan_s"] = sgr[0]["makespan_s"]
+            row["ratio"] = row["engine_rec_per_s"] / row["simgrid_ev_per_s"]
         rows.append(row)
+        print(_fmt(row), file=sys.stderr, flush=True)
+
+    P = 64
+    c = write_case(workdir, f"random64_{N}", random_pairs(P, N, 1), list(range(P)))
+    for sharing in ("ccmod", "maxmin"):
+        case_row("random64", c, sharing, STAR, True)
+    for K in (1, 16, 128, 512, 1024):
+        name = f"incast{K}_{N}"
+        c = write_case(workdir, name, incast(K, N), list(range(K)) + [K] * K)
+        case_row(f"incast{K}", c, "ccmod", STAR, K == 512)
+    c = write_case(workdir, f"light16_{N}", random_pairs(16, N, 2, compute_mean_s=1e-4),
+                   list(range(16)))
+    case_row("light16", c, "ccmod", "myrinet16", False)
+    small = write_case(workdir, "random64_2000", random_pairs(P, 2000, 3), list(range(P)))
+    r = run_ccmod(small, "ccmod", STAR, env={"NUMBA_DISABLE_JIT": "1"})
+    rows.append({"case": "nojit-random64", "sharing": "ccmod", "records": r["records"],
+                 "engine_rec_per_s": r["records"] / r["wall_s"], "engine_wall_s": r["wall_s"],
+                 "read_s": r["read_s"], "mem_B_per_record": r["mem_B_per_record"],
+                 "peak_MB": r["peak_MB"], "makespan_s": r["makespan_s"]})
     if a.json:
         print(json.dumps(rows, indent=1))
-        return
-    print(f"{'case':10} {'sharing':8} {'records':>10} {'messages':>9} {'events':>9} "
-          f"{'median s':>9} {'records/s':>11} {'peak MB':>8}")
+    else:
+        print(table(rows))
+
+
+def _fmt(r):
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items())
+
+
+def table(rows):
+    head = ("| case | sharing | records | engine rec/s | SimGrid ev/s | ratio | engine s | "
+            "whole s (ccmod / SimGrid) | B/record | peak MB (ccmod / SimGrid) |")
+    out = [head, "|" + "---|" * 10]
     for r in rows:
-        print(f"{r['case']:10} {r['sharing']:8} {r['records']:>10,} {r['messages']:>9,} "
-              f"{r['events']:>9,} {r['wall_s']:>9.3f} {r['records_per_s']:>11,.0f} "
-              f"{r['peak_rss_MB']:>8.0f}")
+        sg = r.get("simgrid_ev_per_s")
+        out.append(
+            f"| {r['case']} | {r['sharing']} | {r['records']:,} | {r['engine_rec_per_s']:,.0f} | "
+            f"{'' if sg is None else f'{sg:,.0f}'} | "
+            f"{'' if sg is None else format(r['ratio'], '.2f') + 'x'} | "
+            f"{r['engine_wall_s']:.2f} | "
+            f"{r.get('whole_s', float('nan')):.2f} / {r.get('simgrid_whole_s', float('nan')):.2f} | "
+            f"{r['mem_B_per_record']:.0f} | {r['peak_MB']:.0f} / "
+            f"{r.get('simgrid_peak_MB', float('nan')):.0f} |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

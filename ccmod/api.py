@@ -158,7 +158,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         return Engine(w, msgs, net.nresources, cap, bg_flat, sharing=sharing,
                       send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
                       record=record if main else False, signals=signals if main else False,
-                      progress=progress if main else None, **kw)
+                      progress=progress if main else None, node_of_rank=node_of_rank, **kw)
 
     from ccmod.bounds import bounds_makespans, run_engine
     if not bg.constant:
@@ -248,12 +248,11 @@ def _feed_sinks(sink_objs, eng, result, chunk: int = 1 << 20):
                 yield part
     for s in sink_objs:
         if getattr(s, "wants_signals", False) and eng.signals is not None:
-            sig = eng.signals
-            for i in range(0, len(sig), chunk):
-                part = sig[i:i + chunk]
-                s.on_signals({"t_s": np.array([p[0] for p in part]),
-                              "signal": np.array([p[1] for p in part], dtype=object),
-                              "args": np.array([p[2] for p in part], dtype=object)})
+            from ccmod.kernel.record import render_signals
+            n = len(eng.signals[0])
+            for i in range(0, n, chunk):   # integer codes become text only here
+                s.on_signals(render_signals(eng.signals, eng.m.route_ptr, eng.m.route_res,
+                                            i, min(n, i + chunk)))
         for part in chunks(result.messages):
             s.on_messages(_batch(part))
         if result.rank_states is not None:

@@ -10,7 +10,7 @@ See :mod:`ccmod.workloads.base` for what each op's other columns mean.
 Rank states (``rank_states.state``)
 -----------------------------------
 What a rank is doing during an interval: ``compute``, ``send``, ``recv``, ``wait``,
-``barrier`` (index into :data:`STATE_NAMES`).
+``barrier``, ``overhead`` (per-message CPU overheads) (index into :data:`STATE_NAMES`).
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ OP_NAMES = ("compute", "send", "recv", "isend", "irecv", "wait", "waitall", "bar
 SEND_OPS = (OP_SEND, OP_ISEND)
 RECV_OPS = (OP_RECV, OP_IRECV)
 
-STATE_COMPUTE, STATE_SEND, STATE_RECV, STATE_WAIT, STATE_BARRIER = range(5)
-STATE_NAMES = ("compute", "send", "recv", "wait", "barrier")
+STATE_COMPUTE, STATE_SEND, STATE_RECV, STATE_WAIT, STATE_BARRIER, STATE_OVERHEAD = range(6)
+#: "overhead": per-message CPU overheads (o_send_s / o_recv_s) charged to a rank
+STATE_NAMES = ("compute", "send", "recv", "wait", "barrier", "overhead")
 
 #: evaluation signals, named after the article's otrace_sig (Listing Five)
 SIGNALS = ("CONFIG", "GO_INIT", "NEWPROC", "NEWSCOM", "MSGSTART", "COMMCOST", "SYSCONT",

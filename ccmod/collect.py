@@ -13,9 +13,9 @@ def link_intervals(load_t, load_res, load_count, t_end: float):
     Returns arrays (resource, t_start_s, t_end_s, active) with zero-length intervals dropped
     and the last level of each resource closed at ``t_end``.
     """
-    t = np.frombuffer(load_t, dtype=np.float64) if len(load_t) else np.zeros(0)
-    r = np.frombuffer(load_res, dtype=np.int32) if len(load_res) else np.zeros(0, np.int32)
-    c = np.frombuffer(load_count, dtype=np.int32) if len(load_count) else np.zeros(0, np.int32)
+    t = np.asarray(load_t, dtype=np.float64)
+    r = np.asarray(load_res, dtype=np.int32)
+    c = np.asarray(load_count, dtype=np.int32)
     order = np.lexsort((np.arange(len(t)), r))   # stable by time within each resource
     t, r, c = t[order], r[order], c[order]
     nxt_t = np.empty_like(t)
@@ -59,19 +59,23 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "rank": np.arange(w.nranks), "node": node_of_rank[: w.nranks],
         "finish_s": np.asarray(engine.finish_s, float),
         "compute_s": st[:, 0], "send_s": st[:, 1], "recv_s": st[:, 2], "wait_s": st[:, 3],
-        "barrier_s": st[:, 4], "handler_s": np.asarray(engine.handler_s, float)})
+        "barrier_s": st[:, 4], "overhead_s": st[:, 5],
+        "handler_s": np.asarray(engine.handler_s, float)})
     # per-resource summary: messages and bytes from routes, contention from the change log
-    k = engine.kernel
     nres = network.nresources
     msg_of_res = np.repeat(np.arange(M), np.diff(msgs.route_ptr))
     res = msgs.route_res.astype(np.int64)
     n_msgs = np.bincount(res, minlength=nres)
     n_bytes = np.bincount(res, weights=msgs.nbytes[msg_of_res].astype(float), minlength=nres)
-    lr, lt0, lt1, lc = link_intervals(k.load_t, k.load_res, k.load_count, makespan)
+    lt, lres, lcount = engine.load if engine.record else (np.zeros(0), np.zeros(0, np.int32),
+                                                           np.zeros(0, np.int32))
+    lr, lt0, lt1, lc = link_intervals(lt, lres, lcount, makespan)
     # the kernels integrate contention as they go, so these hold without recording too
-    area = np.asarray(k.area, float)
-    busy = np.asarray(k.busy, float)
-    peak = np.asarray(k.peak, np.int64)
+    area = np.zeros(nres)
+    busy = np.zeros(nres)
+    peak = np.zeros(nres, np.int64)
+    k = min(nres, len(engine.area))
+    area[:k], busy[:k], peak[:k] = engine.area[:k], engine.busy[:k], engine.peak[:k]
     used = np.flatnonzero(n_msgs > 0)
     bg = network.background_flat()
     links = pd.DataFrame({
@@ -81,14 +85,10 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "busy_s": busy[used], "background": bg[used]})
     rank_states = link_load = None
     if engine.record:
-        a, b, c, d = engine.st
+        a, b, c, d = engine.states
         rank_states = pd.DataFrame({
-            "rank": np.frombuffer(a, np.int32) if len(a) else np.zeros(0, np.int32),
-            "state": pd.Categorical.from_codes(
-                np.frombuffer(b, np.int8) if len(b) else np.zeros(0, np.int8),
-                categories=list(STATE_NAMES)),
-            "t_start_s": np.frombuffer(c, np.float64) if len(c) else np.zeros(0),
-            "t_end_s": np.frombuffer(d, np.float64) if len(d) else np.zeros(0)})
+            "rank": a, "state": pd.Categorical.from_codes(b, categories=list(STATE_NAMES)),
+            "t_start_s": c, "t_end_s": d})
         link_load = pd.DataFrame({"resource": lr, "t_start_s": lt0, "t_end_s": lt1,
                                   "active": lc, "background": bg[lr] if len(lr) else bg[:0]})
     return RunResult(

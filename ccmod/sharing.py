@@ -6,7 +6,7 @@ validated (and listed) without importing the engine.
 """
 from __future__ import annotations
 
-from ccmod.registry import Registry
+from ccmod.registry import Param, Registry
 
 SHARING_RULES = Registry("sharing rule", "ccmod.sharing_rules")
 
@@ -14,7 +14,9 @@ SHARING_RULES.add(
     "ccmod", object,
     "the article's rule: each message's whole quiet time is divided by its route's "
     "bandwidth availability (BA = capacity share left by contention and background)",
-    params={})
+    params={"latency": Param(str, "shared", "shared: the article (latency divided by BA "
+                                            "too); unshared: latency paid alone, BA applied "
+                                            "to the bandwidth part", ("shared", "unshared"))})
 SHARING_RULES.add(
     "maxmin", object,
     "max-min fair sharing of each resource (SimGrid CM02-like); latency is not shared",

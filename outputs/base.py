@@ -20,7 +20,7 @@ from pathlib import Path
 
 # the codes are shared with the engine, so they live in the core (re-exported here for sinks)
 from ccmod.codes import (SIGNALS, STATE_BARRIER, STATE_COMPUTE, STATE_NAMES,  # noqa: F401
-                         STATE_RECV, STATE_SEND, STATE_WAIT)
+                         STATE_OVERHEAD, STATE_RECV, STATE_SEND, STATE_WAIT)
 
 
 @dataclass

@@ -15,7 +15,8 @@ from ccmod.outputs.common import ALL_STATE_NAMES, STATE_IDLE
 from ccmod.outputs.raster import even_sample, group_rows, interval_coverage
 
 #: colours of compute, send, recv, wait, barrier, idle (index = state code)
-STATE_COLORS = ("#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3", "#E6E6E6")
+# compute, send, recv, wait, barrier, overhead, idle
+STATE_COLORS = ("#4C72B0", "#55A868", "#C44E52", "#DD8452", "#8172B3", "#937860", "#E6E6E6")
 _RC = {"svg.hashsalt": "ccmod", "svg.fonttype": "path", "font.size": 9,
        "axes.titlesize": 10, "figure.dpi": 100}
 

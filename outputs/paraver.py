@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.atomic import atomic_path, atomic_write_text
-from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_RECV, STATE_SEND, STATE_WAIT,
-                          Sink)
+from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_OVERHEAD, STATE_RECV,
+                                STATE_SEND, STATE_WAIT, Sink)
 from ccmod.outputs.common import (MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE, ChunkBuffer,
                             fill_from_result, fill_idle, infer_nranks, resolve_out_dir,
                             sanitize_states, seconds_to_ns)
@@ -42,6 +42,7 @@ PRV_STATES = {
     STATE_SEND: (4, "Blocking Send (send)", (255, 0, 174)),
     STATE_WAIT: (8, "Wait/WaitAll (wait)", (235, 0, 0)),
     STATE_BARRIER: (13, "Group Communication (barrier)", (255, 144, 26)),
+    STATE_OVERHEAD: (15, "Others (overhead)", (147, 120, 96)),
 }
 
 

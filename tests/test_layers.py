@@ -68,7 +68,7 @@ def _group(mod: str) -> str:
             return room
     if mod in CORE:
         return "core"
-    if mod in ENGINE:
+    if mod in ENGINE or mod.startswith("ccmod.kernel."):   # the kernel is a package
         return "engine"
     return "front"
 

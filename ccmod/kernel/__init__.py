@@ -1,0 +1,54 @@
+"""The compiled event-horizon kernel (numba, cached once per install).
+
+Modules: :mod:`~ccmod.kernel.loop` (the hot loop: ranks, waits, barrier, send modes,
+handlers, horizons), :mod:`~ccmod.kernel.ccmod_rule` (the article's contention /
+bandwidth-availability sharing with per-resource virtual clocks),
+:mod:`~ccmod.kernel.maxmin` (incremental max-min), :mod:`~ccmod.kernel.heaps` (indexed
+heaps), :mod:`~ccmod.kernel.state` (the arrays), :mod:`~ccmod.kernel.record` (recordings
+out), :mod:`~ccmod.kernel.waits` (static wait mapping), :mod:`~ccmod.kernel.facade`
+(the sharing rules driven one call at a time, for tests and experiments).
+
+``NUMBA_DISABLE_JIT=1`` runs the same code as plain Python with identical results.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_noticed = False
+
+
+def cache_is_cold() -> bool:
+    """True when the compiled loop is not in numba's cache yet (first run)."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return False
+    base = os.environ.get("NUMBA_CACHE_DIR")
+    here = Path(__file__).resolve().parent
+    dirs = [here / "__pycache__"]
+    if base:
+        dirs.insert(0, Path(base))
+    for d in dirs:
+        if d.is_dir() and any(d.rglob("loop.run_loop-*.nbi")):
+            return False
+    return True
+
+
+def compiling_notice() -> None:
+    """Say "compiling kernels (first run only)" on a terminal when the cache is cold."""
+    global _noticed
+    if _noticed:
+        return
+    _noticed = True
+    try:
+        if sys.stderr.isatty() and cache_is_cold():
+            print("compiling kernels (first run only)", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def __getattr__(name):
+    if name in ("CcmodSharing", "MaxMinSharing"):
+        from ccmod.kernel import facade
+        return getattr(facade, name)
+    raise AttributeError(name)

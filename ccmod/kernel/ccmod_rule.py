@@ -1,0 +1,365 @@
+"""The article's sharing rule over flat arrays: contention, bandwidth availability, groups.
+
+Each active message has a routing array (its resources). The contention array ``count[l]``
+(CCMOD's CA) counts active messages on resource ``l``; the bandwidth availability of a
+message is ``BA = min over its route of free[l] / count[l]`` (``free = 1 - background``)
+and it progresses at ``BA`` quiet-seconds per second.
+
+All messages whose minimum is attained on the same resource ``l`` (its bottleneck *group*)
+progress at the same rate ``share[l]``; the group keeps one virtual clock (``v_at``,
+``t_at``) and an indexed heap of finish marks ``vfin`` in virtual time, so a start or end
+costs O(hops + log A) instead of touching every active message. Bottleneck changes are
+found lazily, once per event horizon (:func:`cc_flush`):
+
+* when ``share[l]`` drops, only messages that cross ``l`` but are bottlenecked elsewhere
+  (the ``others`` set of ``l``) can move to ``l``;
+* when ``share[l]`` rises, a member leaves only if its best other resource (``altval``,
+  kept in a per-group heap, possibly stale-low which is safe) is now below ``share[l]``.
+
+The next completion of every group is one entry of an indexed heap over resources (the
+sharing part of the event horizon). Sizes are static: a resource's groups never hold more
+messages than routes cross it, so all pools are allocated once (:func:`cc_new`).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update
+
+INF = np.inf
+# integer scalars (si) and float scalars (sf) of the state
+N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE = range(7)
+
+CcState = namedtuple("CcState", (
+    "free count share v_at t_at peak area busy t_chg "
+    "seg g_len g_item g_pos vfin a_len a_item a_pos a_res altval o_len o_item o_pos bott "
+    "ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
+    "cand_f cand_l done si sf route_ptr route_res emsg"))
+
+
+def cc_new(nresources, background, route_ptr, route_res, seg_cap=None):
+    """Allocate the state for messages with the given routes (CSR over resource ids).
+
+    ``seg_cap[l]`` bounds how many messages may be active on ``l`` at once (default: how
+    many routes cross it).
+    """
+    R = int(nresources)
+    M = len(route_ptr) - 1
+    E = len(route_res)
+    if seg_cap is None:
+        seg_cap = np.bincount(np.asarray(route_res, np.int64), minlength=R)[:R]
+    seg = np.zeros(R + 1, np.int64)
+    np.cumsum(seg_cap, out=seg[1:])
+    P = int(seg[-1])
+    emsg = np.zeros(E, np.int64)     # message of each route entry
+    rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
+    emsg[:len(rep)] = rep
+    i8 = lambda n, v=0: np.full(n, v, np.int64)  # noqa: E731
+    f8 = lambda n, v=0.0: np.full(n, v, np.float64)  # noqa: E731
+    b1 = lambda n: np.zeros(n, np.bool_)  # noqa: E731
+    return CcState(
+        1.0 - np.asarray(background, np.float64), i8(R), f8(R, INF), f8(R), f8(R), i8(R),
+        f8(R), f8(R), f8(R),
+        seg, i8(R), i8(max(P, 1)), i8(M, -1), f8(M), i8(R), i8(max(P, 1)), i8(M, -1),
+        i8(M, -1), f8(M, INF), i8(R), i8(max(P, 1)), i8(E, -1), i8(M, -1),
+        i8(1), i8(R), i8(R, -1), f8(R, INF), i8(M), f8(M), b1(R), i8(R), b1(R), i8(R), b1(R),
+        i8(R), b1(M), i8(M), i8(M), i8(8), f8(2),
+        np.asarray(route_ptr, np.int64), np.asarray(route_res, np.int64), emsg)
+
+
+@njit(cache=True)
+def cc_vclock(S, r, t):
+    s = S.share[r]
+    if s == INF:
+        return S.v_at[r]
+    return S.v_at[r] + s * (t - S.t_at[r])
+
+
+@njit(cache=True)
+def _mark(flag, lst, si, k, r):
+    if not flag[r]:
+        flag[r] = True
+        lst[si[k]] = r
+        si[k] += 1
+
+
+@njit(cache=True)
+def cc_set_count(S, r, t, delta):
+    """Change the contention of resource r at time t (integrating its statistics)."""
+    S.v_at[r] = cc_vclock(S, r, t)
+    S.t_at[r] = t
+    c0 = S.count[r]
+    if c0:
+        dt = t - S.t_chg[r]
+        S.area[r] += c0 * dt
+        S.busy[r] += dt
+    S.t_chg[r] = t
+    c = c0 + delta
+    S.count[r] = c
+    S.share[r] = S.free[r] / c if c > 0 else INF
+    if c > S.peak[r]:
+        S.peak[r] = c
+    if c == 0:
+        S.v_at[r] = 0.0      # empty group: restart its clock (keeps precision)
+    return c
+
+
+@njit(cache=True)
+def _best(S, m, exclude):
+    """(min share, resource) over m's route, optionally excluding one resource."""
+    best = INF
+    br = -1
+    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
+        r = S.route_res[e]
+        if r != exclude:
+            s = S.share[r]
+            if s < best or (s == best and r < br):
+                best = s
+                br = r
+    return best, br
+
+
+@njit(cache=True)
+def _alt_out(S, m):
+    h = S.a_res[m]
+    if h >= 0:
+        iheap_remove(S.a_item, S.a_pos, S.altval, S.seg[h], S.a_len, h, m)
+        S.a_res[m] = -1
+
+
+@njit(cache=True)
+def _push_alt(S, m, b):
+    alt, _ = _best(S, m, b)
+    _alt_out(S, m)
+    S.altval[m] = alt
+    if alt < INF:
+        iheap_push(S.a_item, S.a_pos, S.altval, S.seg[b], S.a_len, b, m)
+        S.a_res[m] = b
+
+
+@njit(cache=True)
+def _others_add(S, e):
+    r = S.route_res[e]
+    if S.o_pos[e] < 0:
+        n = S.o_len[r]
+        S.o_item[S.seg[r] + n] = e
+        S.o_pos[e] = n
+        S.o_len[r] = n + 1
+
+
+@njit(cache=True)
+def _others_del(S, e):
+    i = S.o_pos[e]
+    if i >= 0:
+        r = S.route_res[e]
+        n = S.o_len[r] - 1
+        last = S.o_item[S.seg[r] + n]
+        S.o_item[S.seg[r] + i] = last
+        S.o_pos[last] = i
+        S.o_len[r] = n
+        S.o_pos[e] = -1
+
+
+@njit(cache=True)
+def _join(S, m, r, t, remaining):
+    """Put m into group r with ``remaining`` quiet-seconds of work."""
+    S.bott[m] = r
+    S.vfin[m] = cc_vclock(S, r, t) + remaining
+    iheap_push(S.g_item, S.g_pos, S.vfin, S.seg[r], S.g_len, r, m)
+    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
+        if S.route_res[e] == r:
+            _others_del(S, e)
+        else:
+            _others_add(S, e)
+    _push_alt(S, m, r)
+    _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
+
+
+@njit(cache=True)
+def _move(S, m, r_new, t):
+    old = S.bott[m]
+    rem = S.vfin[m] - cc_vclock(S, old, t)
+    iheap_remove(S.g_item, S.g_pos, S.vfin, S.seg[old], S.g_len, old, m)
+    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
+        if S.route_res[e] == old:
+            _others_add(S, e)
+    _mark(S.tch_f, S.tch_l, S.si, N_TCH, old)
+    _join(S, m, r_new, t, rem if rem > 0.0 else 0.0)
+
+
+@njit(cache=True)
+def _touch(S, r, t):
+    """Re-schedule the next completion of group r (its rate or head changed)."""
+    if S.g_len[r] == 0 or S.share[r] == INF:
+        if S.ev_pos[r] >= 0:
+            iheap_remove(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+        return
+    head = S.g_item[S.seg[r]]
+    dv = S.vfin[head] - cc_vclock(S, r, t)
+    S.ev_t[r] = t + (dv / S.share[r] if dv > 0.0 else 0.0)
+    if S.ev_pos[r] >= 0:
+        iheap_update(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+    else:
+        iheap_push(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+
+
+@njit(cache=True)
+def cc_flush(S):
+    """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
+    si = S.si
+    if si[N_NEW] == 0 and si[N_DEC] == 0 and si[N_INC] == 0:
+        if si[N_TCH] == 0:
+            return
+    t = S.sf[0]
+    share = S.share
+    bott = S.bott
+    nc = 0
+    for i in range(si[N_DEC]):
+        # a lower share on r can only attract messages crossing r bottlenecked elsewhere
+        r = S.dec_l[i]
+        S.dec_f[r] = False
+        s = share[r]
+        o = S.seg[r]
+        for j in range(S.o_len[r]):
+            m2 = S.emsg[S.o_item[o + j]]
+            b = bott[m2]
+            if (s < share[b] or (s == share[b] and r < b)) or s < S.altval[m2]:
+                if not S.cand_f[m2]:
+                    S.cand_f[m2] = True
+                    S.cand_l[nc] = m2
+                    nc += 1
+    si[N_DEC] = 0
+    for i in range(si[N_INC]):
+        # a higher share on r: members whose alternative is now better may leave
+        r = S.inc_l[i]
+        S.inc_f[r] = False
+        s = share[r]
+        o = S.seg[r]
+        while S.a_len[r] > 0 and S.altval[S.a_item[o]] < s:
+            m2 = S.a_item[o]
+            iheap_remove(S.a_item, S.a_pos, S.altval, o, S.a_len, r, m2)
+            S.a_res[m2] = -1
+            if not S.cand_f[m2]:
+                S.cand_f[m2] = True
+                S.cand_l[nc] = m2
+                nc += 1
+    si[N_INC] = 0
+    cand = np.sort(S.cand_l[:nc])
+    for m2 in cand:
+        S.cand_f[m2] = False
+        _, b = _best(S, m2, -1)
+        if b != bott[m2]:
+            _move(S, m2, b, t)
+        else:
+            _push_alt(S, m2, b)
+    for i in range(si[N_NEW]):
+        m = S.new_m[i]
+        _, b = _best(S, m, -1)
+        _join(S, m, b, t, S.new_w[i])
+    si[N_NEW] = 0
+    nt = si[N_TCH]
+    touched = np.sort(S.tch_l[:nt])
+    si[N_TCH] = 0
+    for r in touched:
+        S.tch_f[r] = False
+        _touch(S, r, t)
+
+
+@njit(cache=True)
+def cc_at(S, t):
+    """Changes at a new instant: settle those of the previous one first."""
+    if t != S.sf[0]:
+        cc_flush(S)
+        S.sf[0] = t
+
+
+@njit(cache=True)
+def cc_start(S, m, t, work):
+    """Message m begins with ``work`` quiet-seconds on its route at time t."""
+    cc_at(S, t)
+    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
+        r = S.route_res[e]
+        cc_set_count(S, r, t, 1)
+        _mark(S.dec_f, S.dec_l, S.si, N_DEC, r)
+        _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
+    S.new_m[S.si[N_NEW]] = m
+    S.new_w[S.si[N_NEW]] = work
+    S.si[N_NEW] += 1
+    S.si[N_ACTIVE] += 1
+
+
+@njit(cache=True)
+def cc_set_free(S, r, t, free):
+    """Background step: resource r keeps the fraction ``free`` for messages from t on."""
+    cc_at(S, t)
+    S.v_at[r] = cc_vclock(S, r, t)
+    S.t_at[r] = t
+    old = S.share[r]
+    S.free[r] = free
+    c = S.count[r]
+    S.share[r] = free / c if c > 0 else INF
+    if S.share[r] < old:
+        _mark(S.dec_f, S.dec_l, S.si, N_DEC, r)
+    elif S.share[r] > old:
+        _mark(S.inc_f, S.inc_l, S.si, N_INC, r)
+    _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
+
+
+@njit(cache=True)
+def cc_next_time(S):
+    cc_flush(S)
+    if S.ev_len[0] == 0:
+        return INF
+    return S.ev_t[S.ev_item[0]]
+
+
+@njit(cache=True)
+def cc_pop_due(S, t, bott_out):
+    """Take every message due at time t out of its group; their ids go to ``S.done``
+    (in a deterministic order), their bottleneck to ``bott_out``. Returns how many; the
+    caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
+    cc_flush(S)
+    S.sf[0] = t
+    nd = 0
+    while S.ev_len[0] > 0 and S.ev_t[S.ev_item[0]] <= t:
+        r = S.ev_item[0]
+        iheap_remove(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+        o = S.seg[r]
+        vt = cc_vclock(S, r, t)
+        # rounding of the virtual clock only: relative to its magnitude, so a long busy
+        # period does not merge completions that are really apart
+        tol = 16 * 2.2e-16 * abs(vt)
+        first = True
+        while S.g_len[r] > 0:
+            m2 = S.g_item[o]
+            if first or S.vfin[m2] <= vt + tol:
+                iheap_remove(S.g_item, S.g_pos, S.vfin, o, S.g_len, r, m2)
+                S.done[nd] = m2
+                nd += 1
+                first = False
+            else:
+                break
+        _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
+    for i in range(nd):
+        m = S.done[i]
+        bott_out[m] = S.bott[m]
+        S.bott[m] = -1
+        _alt_out(S, m)
+        S.altval[m] = INF
+    S.si[N_DONE] = nd
+    return nd
+
+
+@njit(cache=True)
+def cc_end(S, m, t):
+    """Release the route of a finished message (after :func:`cc_pop_due`)."""
+    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
+        r = S.route_res[e]
+        _others_del(S, e)
+        cc_set_count(S, r, t, -1)
+        _mark(S.inc_f, S.inc_l, S.si, N_INC, r)
+        _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
+    S.si[N_ACTIVE] -= 1

@@ -1,0 +1,127 @@
+"""The sharing rules driven one call at a time (tests, experiments, teaching).
+
+:class:`CcmodSharing` and :class:`MaxMinSharing` wrap the compiled state of
+:mod:`ccmod.kernel.ccmod_rule` and :mod:`ccmod.kernel.maxmin` behind the small interface
+``start(m, t, work, resources, cap)``, ``next_time()``, ``pop_due(t)``,
+``active_count()``, with per-resource ``peak`` / ``area`` / ``busy`` statistics and the
+bottleneck of each finished message in ``bott_out``. The engine does not use them (it runs
+the whole loop compiled); they hold up to ``max_messages`` messages (ids may be any ints).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+INF = float("inf")
+
+
+class _Facade:
+    def __init__(self, nresources, max_messages, max_hops):
+        self.nres = int(nresources)
+        self.cap_msgs = int(max_messages)
+        self.route_ptr = np.zeros(self.cap_msgs + 1, np.int64)
+        self.route_res = np.zeros(self.cap_msgs * max_hops, np.int64)
+        self.seg_cap = np.full(self.nres, self.cap_msgs, np.int64)
+        self.ids: list[int] = []
+        self.bott_out: dict[int, int] = {}
+        self._bott = np.full(self.cap_msgs, -1, np.int64)
+        self.nactive = 0
+
+    def _add_route(self, m, resources):
+        k = len(self.ids)
+        if k >= self.cap_msgs:
+            raise ValueError(f"more than max_messages={self.cap_msgs} messages")
+        route = np.asarray([int(r) for r in resources], np.int64)
+        p = self.route_ptr[k]
+        self.route_res[p:p + len(route)] = route
+        self.route_ptr[k + 1:] = p + len(route)
+        self.S.emsg[p:p + len(route)] = k
+        self.ids.append(int(m))
+        self.nactive += 1
+        return k
+
+    def _done(self, nd):
+        out = [self.ids[int(k)] for k in self.S.done[:nd]]
+        for k, m in zip(self.S.done[:nd], out):
+            self.bott_out[m] = int(self._bott[k])
+        self.nactive -= nd
+        return out
+
+    def active_count(self) -> int:
+        return self.nactive
+
+    @property
+    def peak(self):
+        return self.S.peak
+
+    @property
+    def area(self):
+        return self.S.area
+
+    @property
+    def busy(self):
+        return self.S.busy
+
+
+class CcmodSharing(_Facade):
+    """The article's sharing rule (work in quiet-seconds), see :mod:`ccmod.kernel.ccmod_rule`."""
+
+    def __init__(self, nresources, background, record_load=True, max_messages=1024,
+                 max_hops=16):
+        from ccmod.kernel.ccmod_rule import cc_new
+        super().__init__(nresources, max_messages, max_hops)
+        self.S = cc_new(nresources, np.asarray(background, float), self.route_ptr,
+                        self.route_res, seg_cap=self.seg_cap)
+
+    def start(self, m, t, work, resources, cap=INF):
+        from ccmod.kernel.ccmod_rule import cc_start
+        k = self._add_route(m, resources)
+        cc_start(self.S, k, float(t), float(work))
+
+    def set_load(self, r, t, load):
+        """Background load of resource r becomes ``load`` at time t (an event horizon)."""
+        from ccmod.kernel.ccmod_rule import cc_set_free
+        cc_set_free(self.S, int(r), float(t), 1.0 - float(load))
+
+    def next_time(self) -> float:
+        from ccmod.kernel.ccmod_rule import cc_next_time
+        return float(cc_next_time(self.S))
+
+    def pop_due(self, t):
+        from ccmod.kernel.ccmod_rule import cc_end, cc_flush, cc_pop_due
+        nd = cc_pop_due(self.S, float(t), self._bott)
+        for k in self.S.done[:nd]:
+            cc_end(self.S, int(k), float(t))
+        cc_flush(self.S)
+        return self._done(nd)
+
+
+class MaxMinSharing(_Facade):
+    """Max-min fair flows (work in bytes), see :mod:`ccmod.kernel.maxmin`."""
+
+    def __init__(self, nresources, capacity_Bps, background, record_load=True,
+                 max_messages=1024, max_hops=16):
+        from ccmod.kernel.maxmin import mm_new
+        super().__init__(nresources, max_messages, max_hops)
+        self.S = mm_new(nresources, capacity_Bps, background, self.route_ptr, self.route_res,
+                        seg_cap=self.seg_cap)
+
+    def start(self, m, t, work, resources, cap=INF):
+        from ccmod.kernel.maxmin import mm_start
+        k = self._add_route(m, resources)
+        mm_start(self.S, k, float(t), float(work), float(cap))
+
+    def next_time(self) -> float:
+        from ccmod.kernel.maxmin import mm_next_time
+        return float(mm_next_time(self.S))
+
+    def pop_due(self, t):
+        from ccmod.kernel.maxmin import mm_end, mm_pop_due
+        nd = mm_pop_due(self.S, float(t), self._bott)
+        for k in self.S.done[:nd]:
+            mm_end(self.S, int(k), float(t))
+        return self._done(nd)
+
+    def set_load(self, r, t, load):
+        """Background load of resource r becomes ``load`` at time t (an event horizon)."""
+        from ccmod.kernel.maxmin import mm_set_free
+        mm_set_free(self.S, int(r), float(t), 1.0 - float(load))
