@@ -20,7 +20,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 
 #: command modules; a module that is missing is skipped (plugins ship separately)
 _COMMAND_MODULES = ("ccmod.cli_run", "ccmod.cli_fit", "ccmod.cli_workloads", "ccmod.cli_generate",
-                    "ccmod.cli_outputs", "ccmod.cli_analytic", "ccmod.cli_sweep")
+                    "ccmod.cli_outputs", "ccmod.cli_analytic", "ccmod.cli_sweep",
+                    "ccmod.cli_dataflow")
 
 
 def _register_all() -> None:

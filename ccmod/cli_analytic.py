@@ -188,9 +188,23 @@ def register(app: typer.Typer) -> None:
         So: Optional[float] = typer.Option(None, "--So",
                                            help="LoPC handler time (s; default: the mean "
                                                 "compute of the trace's request handlers)."),
+        replications: int = typer.Option(10, "--replications",
+                                         help="Data-flow models: simulation replications."),
+        seed: int = typer.Option(0, "--seed", help="Data-flow models: root seed."),
+        iterations: int = typer.Option(2000, "--iterations",
+                                       help="Data-flow models: iterations per replication."),
         json_: bool = JSON_OPT,
     ):
-        """Analytic (MVA, LoPC) vs engine on the same trace and network."""
+        """Analytic (MVA, LoPC) vs engine on the same trace and network; on a data-flow
+        model (*.dataflow.json): simulation vs exact CTMC."""
+        from ccmod.cli_dataflow import is_dataflow_file
+        if is_dataflow_file(trace):
+            from ccmod.analytic import crosscheck_dataflow as ccd
+            from ccmod.workloads import dataflow as df
+            rep = ccd.crosscheck(df.load(trace), replications=replications, seed=seed,
+                                 iterations=iterations)
+            emit(rep, json_, lambda: ccd.lines(rep))
+            return
         from ccmod.analytic import crosscheck as cc
         from ccmod.options import RunOptions
         opts = RunOptions(sharing=sharing, send_mode=send_mode, compute_rate=compute_rate,
