@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
-from ccmod.options import DEFAULT_EAGER_LIMIT_BYTES, RunOptions
+from ccmod.options import (DEFAULT_EAGER_LIMIT_BYTES, INTRA_BANDWIDTH_BPS, INTRA_LATENCY_S,
+                           RunOptions)
 
 __all__ = ["run", "load_workload", "load_network", "RunOptions"]
 
@@ -78,7 +79,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         Any :class:`~ccmod.options.RunOptions` field by name (``sharing="maxmin"``,
         ``background=0.3``, ...), overriding ``options``.
     sinks : sequence of str or outputs.base.Sink
-        Output sinks fed during the run (e.g. ``["parquet", "perfetto"]``).
+        Output sinks (e.g. ``["parquet", "perfetto"]``); each gets the finished
+        RunResult (``Sink.write(result, ctx)``).
     out_dir : path, optional
         Directory for sinks that write files.
     record : bool, optional
@@ -120,6 +122,18 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     nodes_needed = max(count_nodes(node_of_rank), 1)
     net = load_network(network, nodes_needed, cost=opts.cost,
                        background=bg.load if bg.constant else 0.0)
+    # intra-node cost: the option, else the cost model's intra section, else the defaults
+    intra_latency_s, intra_bandwidth_Bps = opts.intra_latency_s, opts.intra_bandwidth_Bps
+    if intra_latency_s is None:
+        intra_latency_s = net.cost.intra_latency_s
+        intra_latency_s = INTRA_LATENCY_S if intra_latency_s is None else intra_latency_s
+    if intra_bandwidth_Bps is None:
+        intra_bandwidth_Bps = net.cost.intra_bandwidth_Bps
+        intra_bandwidth_Bps = INTRA_BANDWIDTH_BPS if intra_bandwidth_Bps is None else intra_bandwidth_Bps
+    if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
+        raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
+                              source="--intra-latency/--intra-bandwidth")
+    net.set_intra_bandwidth(intra_bandwidth_Bps)
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
@@ -129,9 +143,10 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
             # a number for every consumer; a model's spec is in background_model
             "background": bg.load if bg.constant else _mean_level(bg, net),
             "mapping": opts.mapping, "cost": None if opts.cost is None else str(opts.cost),
-            "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
-    msgs = compile_messages(w, net, node_of_rank, sharing, opts.intra_latency_s,
-                            opts.intra_bandwidth_Bps)
+            "trace": _trace_path(trace, w)}
+    # the compiled kernel charges o_send / o_recv to the ranks: they leave the quiet time
+    msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s,
+                            intra_bandwidth_Bps, charge_overheads=True)
     info["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
     if eager_note:
         info["notes"].append(eager_note)
@@ -143,13 +158,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     if eager_given and eager_limit_bytes and send_mode != "rendezvous":
         info["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
-    if sink_objs:
-        from ccmod.outputs.base import RunContext
-        ctx = RunContext(network=net, workload=w, node_of_rank=node_of_rank, options=info,
-                         out_dir=Path(out_dir) if out_dir is not None else None)
-        for s in sink_objs:
-            s.open(ctx)
-    cap = net.capacity_Bps.reshape(-1)
+    cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 
     def make_engine(bg_flat, steps, main=True):
@@ -158,7 +167,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         return Engine(w, msgs, net.nresources, cap, bg_flat, sharing=sharing,
                       send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
                       record=record if main else False, signals=signals if main else False,
-                      progress=progress if main else None, node_of_rank=node_of_rank, **kw)
+                      progress=progress if main else None, node_of_rank=node_of_rank,
+                      gap_s=msgs.gap_s, **kw)
 
     from ccmod.bounds import bounds_makespans, run_engine
     if not bg.constant:
@@ -175,7 +185,11 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     result.bounds = bounds_out
     _trace_notes(w, result, compute_rate)
     if sink_objs:
-        _feed_sinks(sink_objs, eng, result)
+        from ccmod.outputs.base import RunContext
+        from ccmod.outputs.sinks import write_all
+        write_all(sink_objs, result, RunContext(
+            out_dir=Path(out_dir) if out_dir is not None else None, options=result.options,
+            network=net, workload=w))
     return result
 
 
@@ -235,32 +249,9 @@ def _make_sinks(sinks, out_dir):
     return objs
 
 
-def _batch(df, columns=None):
-    return {c: df[c].to_numpy() for c in (columns or df.columns)}
-
-
-def _feed_sinks(sink_objs, eng, result, chunk: int = 1 << 20):
-    """Stream the result tables to the sinks in batches, then close them."""
-    def chunks(df):
-        for i in range(0, max(len(df), 1), chunk):
-            part = df.iloc[i:i + chunk]
-            if len(part):
-                yield part
-    for s in sink_objs:
-        if getattr(s, "wants_signals", False) and eng.signals is not None:
-            from ccmod.kernel.record import render_signals
-            n = len(eng.signals[0])
-            for i in range(0, n, chunk):   # integer codes become text only here
-                s.on_signals(render_signals(eng.signals, eng.m.route_ptr, eng.m.route_res,
-                                            i, min(n, i + chunk)))
-        for part in chunks(result.messages):
-            s.on_messages(_batch(part))
-        if result.rank_states is not None:
-            for part in chunks(result.rank_states):
-                b = _batch(part)
-                b["state"] = part["state"].cat.codes.to_numpy()
-                s.on_rank_states(b)
-        if result.link_load is not None:
-            for part in chunks(result.link_load):
-                s.on_link_load(_batch(part))
-        s.close(result)
+def _trace_path(trace, w) -> str:
+    """The trace file a run read (also when a Workload read from a file is passed in)."""
+    if isinstance(trace, (str, os.PathLike)):
+        return str(trace)
+    files = getattr(w, "files", None) or []
+    return str(files[0]) if files else "<workload>"

@@ -56,6 +56,14 @@ def register(app: typer.Typer) -> None:
                                                            "files (they do not record it)."),
         json_out: bool = typer.Option(False, "--json", help="Print one JSON object (model, "
                                                             "per-size table, errors)."),
+        stream: Optional[list[Path]] = typer.Option(None, "--stream", help="Streaming benchmark "
+                                                    "(osu_bw, osu_mbw_mr, IMB Uniband; repeat): "
+                                                    "streaming bandwidth, NIC gap, overhead."),
+        intra: Optional[list[Path]] = typer.Option(None, "--intra", help="Intra-node ping-pong "
+                                                   "or stream (two ranks on one node; repeat)."),
+        intra_processes: Optional[int] = typer.Option(None, "--intra-processes",
+                                                      help="IMB '#processes = N' table of the "
+                                                           "--intra files (e.g. 2)."),
     ) -> None:
         """Fit a piecewise-linear quiet-network cost model (latency + bandwidth per size range)."""
         from ccmod.netsys.fit_report import fit_files
@@ -83,6 +91,8 @@ def register(app: typer.Typer) -> None:
                 raise
             # a fit of the data as a whole failed: the data is the files given
             raise CcmodInputError(exc.what, source=named, hint=exc.hint) from None
+        from ccmod.netsys.fit_multi import extend_report
+        extend_report(report, stream or (), intra or (), intra_processes)
         if output is not None:
             try:
                 report.model.save(output)

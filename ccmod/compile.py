@@ -7,7 +7,7 @@ posted. Routes are compiled once per distinct (src node, dst node) pair.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,11 +32,16 @@ class Messages:
     quiet_s: np.ndarray     # float64[M] quiet-network time (CCMOD's Tquiet)
     latency_s: np.ndarray   # float64[M] size-independent part (max-min latency phase)
     flow_cap_Bps: np.ndarray  # float64[M] per-flow rate cap for max-min (inf = none)
-    intra: np.ndarray       # bool[M] both ranks on the same node (no network link)
+    intra: np.ndarray       # bool[M] delivered without any resource (same node, no copy resource)
     hops: np.ndarray        # int32[M]
     kind: np.ndarray        # int8[M] 0 point-to-point, 1 active-message request, 2 its reply
     handler_s: np.ndarray   # float64[M] handler time run on arrival (active messages)
     notes: list             # things the user should know about this compilation
+    # LogGP-like per-message costs (contract names; 0 = the article's model, unchanged)
+    same_node: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # bool[M]
+    o_send_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64[M] sender CPU
+    o_recv_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64[M] receiver CPU
+    gap_s: np.ndarray = field(default_factory=lambda: np.zeros(0))     # float64[nnodes] NIC gap
 
 
 def _rank_of_records(w: Workload) -> np.ndarray:
@@ -129,8 +134,15 @@ def match_messages(w: Workload) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: str,
-                     intra_latency_s: float, intra_bandwidth_Bps: float) -> Messages:
-    """Match messages, then attach routes and quiet costs (vectorised)."""
+                     intra_latency_s: float, intra_bandwidth_Bps: float,
+                     charge_overheads: bool = False) -> Messages:
+    """Match messages, then attach routes and quiet costs (vectorised).
+
+    With ``charge_overheads`` (an engine that charges ``o_send_s`` / ``o_recv_s`` to the
+    ranks), the cost model's overheads are taken out of the quiet time (a ping-pong
+    measures ``o_send + latency + o_recv``); otherwise they are left in it and the arrays
+    are zero, so a run never counts them twice.
+    """
     send_rec, recv_rec = match_messages(w)
     rank = _rank_of_records(w)
     M0 = len(send_rec)
@@ -157,7 +169,7 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     rec_msg[am] = M0 + 2 * np.arange(A)
     sn = node_of_rank[src].astype(np.int64)
     dn = node_of_rank[dst].astype(np.int64)
-    intra = sn == dn
+    same = sn == dn
     pairs, pinv = np.unique(np.stack([sn, dn], 1), axis=0, return_inverse=True) if M else (
         np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
     pinv = np.asarray(pinv).reshape(-1)
@@ -184,7 +196,7 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     if sharing == "maxmin" and M:
         # max-min moves the bytes over the links, so a lone message takes
         # latency + bytes / min(model bandwidth, route capacity): that is its quiet time
-        net_m = ~intra & (hops > 0)
+        net_m = ~same & (hops > 0)
         quiet = np.where(net_m, latency + nbytes / np.minimum(cap, bw), quiet)
         fast = net_m & (cap > bw * (1 + 1e-9))
         if fast.any():
@@ -194,12 +206,43 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
                 f"message(s): with --sharing maxmin the links limit them; give the network a "
                 f"matching bandwidth= (with --sharing ccmod the cost model alone sets the time)")
     intra_q = intra_latency_s + nbytes / intra_bandwidth_Bps
-    quiet = np.where(intra, intra_q, quiet)
-    latency = np.where(intra, intra_q, latency)
+    quiet = np.where(same, intra_q, quiet)
+    # with a shared copy resource (network intra=shared) the bytes flow over it after the
+    # latency, as on a link; without one the whole intra-node time is a fixed delay
+    intra = same & (hops == 0)
+    latency = np.where(intra, intra_q, np.where(same, float(intra_latency_s), latency))
+    if M:
+        cap = np.where(same & ~intra, float(intra_bandwidth_Bps), cap)
+    o_send, o_recv = (np.asarray(a, float) for a in cost.overheads_s(nbytes, same)) if M else (
+        np.zeros(0), np.zeros(0))
+    if charge_overheads and M:
+        o_tot = np.minimum(o_send + o_recv, np.where(same, 0.0, latency))
+        scale = np.where(o_send + o_recv > 0, o_tot / np.maximum(o_send + o_recv, 1e-300), 0.0)
+        o_send, o_recv = o_send * scale, o_recv * scale
+        quiet = quiet - o_tot
+        latency = latency - o_tot
+    else:
+        o_send, o_recv = np.zeros(M), np.zeros(M)
+    gap = np.full(int(network.nnodes), float(getattr(cost, "gap_s", 0.0)))
+    notes += range_notes(cost, nbytes[~same] if M else nbytes)
     bad = np.flatnonzero(~np.isfinite(quiet) | (quiet < 0))
     if bad.size:
         raise _err(w, int(send_rec[bad[0]]), "the cost model gives no finite time for this message")
     return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst, tag=tag,
                     nbytes=nbytes, rec_msg=rec_msg, route_ptr=route_ptr, route_res=route_res,
                     quiet_s=quiet, latency_s=latency, flow_cap_Bps=cap, intra=intra,
-                    hops=hops.astype(np.int32), kind=kind, handler_s=handler_s, notes=notes)
+                    hops=hops.astype(np.int32), kind=kind, handler_s=handler_s, notes=notes,
+                    same_node=same, o_send_s=o_send, o_recv_s=o_recv, gap_s=gap)
+
+
+def range_notes(cost, nbytes) -> list[str]:
+    """A note when messages are bigger than the largest size the cost model was fitted on."""
+    hi = getattr(cost, "fitted_max_bytes", None)
+    if hi is None or not len(nbytes):
+        return []
+    over = np.asarray(nbytes) > hi
+    if not over.any():
+        return []
+    return [f"{int(over.sum())} message(s) up to {int(np.max(nbytes))} bytes are beyond the "
+            f"cost model's fitted range (<= {int(hi)} bytes): their time is extrapolated from "
+            f"the last segment; fit with larger sizes (e.g. add osu_bw / IMB Uniband data)"]

@@ -98,6 +98,8 @@ def check_option(name: str, value):
         if isinstance(value, (int, float)):
             return _number(name, value, lo=0.0, hi=1.0, what="background load fraction")
         return value
+    if name in ("intra_latency_s", "intra_bandwidth_Bps") and value is None:
+        return None     # from the cost model's intra section, else the defaults
     if name == "intra_latency_s":
         return _number(name, value, lo=0.0, what="intra-node latency (s)")
     if name == "intra_bandwidth_Bps":
@@ -152,8 +154,9 @@ class RunOptions:
         Trace format name or ``"auto"``.
     collectives : str or dict, optional
         Forced collective algorithms (``"allreduce=ring,bcast=binomial"``).
-    intra_latency_s, intra_bandwidth_Bps : float
-        Cost of a message between two ranks of one node.
+    intra_latency_s, intra_bandwidth_Bps : float, optional
+        Cost of a message between two ranks of one node; None (default): the cost
+        model's ``intra`` section (``ccmod fit --intra``), else 0.5 µs and 5 GB/s.
 
     Raises
     ------
@@ -171,8 +174,8 @@ class RunOptions:
     cost: object = None
     fmt: str = "auto"
     collectives: object = field(default=None, compare=False)
-    intra_latency_s: float = INTRA_LATENCY_S
-    intra_bandwidth_Bps: float = INTRA_BANDWIDTH_BPS
+    intra_latency_s: float | None = None
+    intra_bandwidth_Bps: float | None = None
 
     def __post_init__(self):
         for f in dataclasses.fields(self):

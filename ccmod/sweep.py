@@ -140,7 +140,13 @@ def _check_network(spec) -> None:
     if not isinstance(spec, str):
         raise CcmodInputError(f"a network is a NAME[:key=value,...] string, got {spec!r}",
                               source=SRC)
-    NETWORKS.resolve(spec, source=SRC)
+    from ccmod.netsys.nic import parse_common, split_common
+    from ccmod.registry import parse_spec
+    name, raw = parse_spec(spec, source=SRC)
+    raw, common = split_common(raw)
+    parse_common(common)
+    NETWORKS.get(name, source=SRC)
+    NETWORKS.convert(name, raw, source=SRC)
 
 
 def _resolve_cost(value, cache: dict):

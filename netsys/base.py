@@ -72,6 +72,7 @@ class Network:
         self.values = values
         self.cost: CostModel = self.default_cost()
         self.background = None  # float64[nlinks, 2], set by set_background
+        self.node_resources = None  # netsys.nic.NodeResources, set by configure_nodes
 
     # plugin API -------------------------------------------------------------------------
     def route(self, src: int, dst: int) -> list[tuple[int, int]]:
@@ -89,9 +90,36 @@ class Network:
 
     @property
     def nresources(self) -> int:
-        return 2 * self.nlinks
+        extra = self.node_resources.nextra if self.node_resources is not None else 0
+        return 2 * self.nlinks + extra
+
+    def configure_nodes(self, duplex="none", nic_bandwidth=None, intra: str = "free") -> None:
+        """Append NIC and intra-node copy resources (see :mod:`ccmod.netsys.nic`)."""
+        from ccmod.netsys.nic import NodeResources, first_hop_capacity
+        if duplex == "none" and intra == "free":
+            self.node_resources = None
+            return
+        if nic_bandwidth is None and duplex != "none":
+            nic = [first_hop_capacity(self, n) for n in range(self.nnodes)]
+        else:
+            nic = 0.0 if nic_bandwidth is None else float(nic_bandwidth)
+        self.node_resources = NodeResources(self.nnodes, 2 * self.nlinks, duplex, nic, intra)
+
+    def set_intra_bandwidth(self, bandwidth_Bps: float) -> None:
+        """Capacity of the per-node copy resources (no-op without ``intra=shared``)."""
+        if self.node_resources is not None:
+            self.node_resources.set_intra_bandwidth(bandwidth_Bps)
+
+    def resource_capacity_Bps(self) -> np.ndarray:
+        """Capacity of every resource id 0..nresources-1 (links, then node resources)."""
+        cap = self.capacity_Bps.reshape(-1)
+        if self.node_resources is None:
+            return cap
+        return np.concatenate([cap, self.node_resources.capacity_Bps()])
 
     def resource_name(self, res: int) -> str:
+        if res >= 2 * self.nlinks and self.node_resources is not None:
+            return self.node_resources.resource_name(int(res) - 2 * self.nlinks)
         link, d = divmod(int(res), 2)
         return f"{self.link_names[link]}/{'up' if d == 0 else 'down'}"
 
@@ -109,13 +137,17 @@ class Network:
     def background_flat(self) -> np.ndarray:
         if self.background is None:
             return np.zeros(self.nresources)
-        return self.background.reshape(-1)
+        flat = self.background.reshape(-1)
+        if self.nresources > flat.size:   # node resources carry no background load
+            flat = np.concatenate([flat, np.zeros(self.nresources - flat.size)])
+        return flat
 
     def compile_routes(self, pairs: np.ndarray) -> RouteTable:
         """Build the CSR route table for the distinct (src_node, dst_node) ``pairs``."""
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        cap = self.capacity_Bps.reshape(-1)
-        lat = self.latency_s.reshape(-1)
+        cap = self.resource_capacity_Bps()
+        lat = np.concatenate([self.latency_s.reshape(-1), np.zeros(cap.size - 2 * self.nlinks)])
+        nodes = self.node_resources
         indptr = np.zeros(len(pairs) + 1, dtype=np.int64)
         res_list: list[int] = []
         lat_out = np.zeros(len(pairs))
@@ -126,12 +158,13 @@ class Network:
                 raise CcmodInputError(f"node {max(s, d)} is outside network '{self.name}' "
                                       f"with {self.nnodes} nodes", source="--network",
                                       hint="use a bigger network (nodes=...) or --map")
-            if s != d:
-                rs = [2 * link + direction for link, direction in self.route(s, d)]
-                res_list.extend(rs)
-                if rs:
-                    lat_out[k] = lat[rs].sum()
-                    bw_out[k] = cap[rs].min()
+            rs = [2 * link + direction for link, direction in self.route(s, d)] if s != d else []
+            if nodes is not None:
+                rs = nodes.extend_route(s, d, rs)
+            res_list.extend(rs)
+            if rs:
+                lat_out[k] = lat[rs].sum()
+                bw_out[k] = cap[rs].min()
             indptr[k + 1] = len(res_list)
         return RouteTable(pairs=pairs, indptr=indptr,
                           resources=np.asarray(res_list, dtype=np.int32),
@@ -140,5 +173,10 @@ class Network:
 
     def describe(self) -> dict:
         """Parameters and derived facts, for summaries and JSON output."""
-        return {"name": self.name, "nodes": self.nnodes, "links": self.nlinks,
-                "params": dict(self.values), "cost": self.cost.describe()}
+        d = {"name": self.name, "nodes": self.nnodes, "links": self.nlinks,
+             "params": dict(self.values), "cost": self.cost.describe()}
+        if self.node_resources is not None:
+            nr = self.node_resources
+            d["node_resources"] = {"duplex": nr.duplex, "intra": nr.intra,
+                                   "nic": nr.n_nic, "copy": nr.n_copy}
+        return d

@@ -42,6 +42,29 @@ class CostModel:
     """
 
     name = "cost"
+    #: NIC gap: minimum time between two message injections of a node (s); 0 = no limit
+    gap_s = 0.0
+    #: largest message size the model was fitted on (None = unknown / not fitted)
+    fitted_max_bytes = None
+    #: intra-node (same node) latency and bandwidth, None = the run's defaults
+    intra_latency_s = None
+    intra_bandwidth_Bps = None
+    #: rate bytes flow at when messages stream (None = the segment bandwidths)
+    stream_bandwidth_Bps = None
+
+    def overheads_s(self, nbytes, same_node=None):
+        """(o_send, o_recv): CPU time charged to the sending / receiving rank per message.
+
+        A model with scalar ``o_send_s`` / ``o_recv_s`` attributes (LogGP's o) gives them to
+        every network message; intra-node messages get none (their cost is the intra model).
+        """
+        z = np.zeros(np.shape(nbytes))
+        o_s = z + float(getattr(self, "o_send_s", 0.0) or 0.0)
+        o_r = z + float(getattr(self, "o_recv_s", 0.0) or 0.0)
+        if same_node is not None:
+            same = np.asarray(same_node, bool)
+            o_s, o_r = np.where(same, 0.0, o_s), np.where(same, 0.0, o_r)
+        return o_s, o_r
 
     def quiet_s(self, nbytes, route_latency_s, route_bandwidth_Bps, hops):
         """Quiet-network time in seconds (vectorised over numpy arrays)."""
@@ -144,6 +167,71 @@ class PiecewiseLinearCost(CostModel):
         before = self.seg_latency_s[:-1] + (starts - 1) / self.seg_bandwidth_Bps[:-1]
         after = self.seg_latency_s[1:] + starts / self.seg_bandwidth_Bps[1:]
         self.monotone = bool(np.all(after >= before - 1e-15))
+        self._load_loggp(self.extra, src)
+
+    def _load_loggp(self, extra: dict, src: str) -> None:
+        """Optional LogGP-like fields: ``overheads``, ``gap_s``, ``intra``, ``fitted_range``."""
+        def num(v, what, lo=0.0):
+            try:
+                x = float(v)
+            except (TypeError, ValueError):
+                x = float("nan")
+            if not (np.isfinite(x) and x >= lo):
+                raise CcmodInputError(f"cost model field {what} must be a number >= {lo:g}",
+                                      source=src)
+            return x
+        self.gap_s = num(extra.get("gap_s", 0.0), "gap_s")
+        sb = extra.get("stream_bandwidth_Bps")
+        self.stream_bandwidth_Bps = None if sb is None else num(sb, "stream_bandwidth_Bps", lo=1.0)
+        ov = extra.get("overheads")
+        self.ov_min_bytes = np.zeros(1)
+        self.ov = np.zeros((1, 4))   # o_send a + b*n, o_recv a + b*n per segment
+        if ov is not None:
+            if not isinstance(ov, list) or not ov:
+                raise CcmodInputError("cost model 'overheads' must be a list of segments",
+                                      source=src, hint="each {min_bytes, o_send_s, o_send_s_per_byte, "
+                                                       "o_recv_s, o_recv_s_per_byte}")
+            try:
+                self.ov_min_bytes = np.array([num(o["min_bytes"], "overheads.min_bytes") for o in ov])
+                self.ov = np.array([[num(o.get("o_send_s", 0), "o_send_s"),
+                                     num(o.get("o_send_s_per_byte", 0), "o_send_s_per_byte"),
+                                     num(o.get("o_recv_s", 0), "o_recv_s"),
+                                     num(o.get("o_recv_s_per_byte", 0), "o_recv_s_per_byte")]
+                                    for o in ov])
+            except (KeyError, TypeError, AttributeError):
+                raise CcmodInputError("bad 'overheads' segment in cost model", source=src,
+                                      hint="each needs min_bytes") from None
+            if self.ov_min_bytes[0] != 0 or np.any(np.diff(self.ov_min_bytes) <= 0):
+                raise CcmodInputError("overheads min_bytes must start at 0 and increase", source=src)
+        intra = extra.get("intra")
+        if intra is not None:
+            if not isinstance(intra, dict):
+                raise CcmodInputError("cost model 'intra' must be {latency_s, bandwidth_Bps}",
+                                      source=src)
+            if "latency_s" in intra:
+                self.intra_latency_s = num(intra["latency_s"], "intra.latency_s")
+            if "bandwidth_Bps" in intra:
+                self.intra_bandwidth_Bps = num(intra["bandwidth_Bps"], "intra.bandwidth_Bps",
+                                               lo=1.0)
+        rng = extra.get("fitted_range")
+        if rng is not None:
+            try:
+                self.fitted_max_bytes = int(rng[1])
+            except (TypeError, ValueError, IndexError):
+                raise CcmodInputError("cost model 'fitted_range' must be [min_bytes, max_bytes]",
+                                      source=src) from None
+
+    def overheads_s(self, nbytes, same_node=None):
+        n = np.asarray(nbytes, float)
+        k = np.clip(np.searchsorted(self.ov_min_bytes, n, side="right") - 1, 0,
+                    self.ov_min_bytes.size - 1)
+        c = self.ov[k]
+        o_s = c[..., 0] + c[..., 1] * n
+        o_r = c[..., 2] + c[..., 3] * n
+        if same_node is not None:   # fitted on the network path: intra-node has its own
+            same = np.asarray(same_node, bool)
+            o_s, o_r = np.where(same, 0.0, o_s), np.where(same, 0.0, o_r)
+        return o_s, o_r
 
     def _segment(self, nbytes):
         return np.clip(np.searchsorted(self.min_bytes, nbytes, side="right") - 1, 0,
@@ -159,16 +247,24 @@ class PiecewiseLinearCost(CostModel):
 
     def latency_s(self, nbytes, route_latency_s=0.0, route_bandwidth_Bps=1.0, hops=None):
         nbytes = np.asarray(nbytes, dtype=float)
+        if self.stream_bandwidth_Bps is not None:
+            # bytes flow at the streaming rate; the rest of the quiet time is latency
+            q = self.quiet_s(nbytes, route_latency_s, route_bandwidth_Bps, hops)
+            return np.maximum(q - nbytes / self.bandwidth_Bps(nbytes), 0.0)
         t = self.seg_latency_s[self._segment(nbytes)]
         if hops is not None and self.per_hop_latency_s:
             t = t + self.per_hop_latency_s * (np.asarray(hops, float) - self.ref_hops)
         return np.maximum(t, 0.0)
 
     def bandwidth_Bps(self, nbytes):
-        return self.seg_bandwidth_Bps[self._segment(np.asarray(nbytes, float))]
+        """Rate the bytes of a message flow at (the streaming bandwidth when fitted)."""
+        b = self.seg_bandwidth_Bps[self._segment(np.asarray(nbytes, float))]
+        if self.stream_bandwidth_Bps is not None:
+            b = np.maximum(b, self.stream_bandwidth_Bps)
+        return b
 
     def _lat_for_inverse(self, nbytes, total):
-        return total - nbytes / self.bandwidth_Bps(nbytes)
+        return np.maximum(total - nbytes / self.bandwidth_Bps(nbytes), 0.0)
 
     def to_dict(self) -> dict:
         d = {"format": "ccmod-cost-model", "version": 1, "kind": "piecewise-linear",

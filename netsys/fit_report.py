@@ -171,6 +171,48 @@ def parse_breakpoints(text):
     return vals
 
 
+#: a segment holding fewer than this fraction of the measured sizes (and at least 3), or this
+#: fast (B/s, "flat"), is degenerate
+DEGENERATE_MIN_FRACTION = 0.03
+DEGENERATE_MAX_BANDWIDTH_BPS = 1e13
+
+
+def degenerate_segments(est) -> list[int]:
+    """Segments (never the first) that fit a handful of sizes or are flat (huge bandwidth)."""
+    out = []
+    need = max(3, int(np.ceil(DEGENERATE_MIN_FRACTION * est.sizes_.size)))
+    for k in range(1, est.latency_s_.size):
+        nsz = est.segment_sizes_[k][2] if getattr(est, "segment_sizes_", None) else need
+        if nsz < need or est.bandwidth_Bps_[k] > DEGENERATE_MAX_BANDWIDTH_BPS:
+            out.append(k)
+    return out
+
+
+def merge_degenerate(est, x, y, hops=None):
+    """Refit without the breakpoints of degenerate segments (merged into the one before).
+
+    A breakpoint search over noisy data can isolate a few sizes around a protocol switch
+    into a segment with an absurd slope (taurus: 5 sizes from 1317 to 1382 B at 6e15 B/s);
+    such a segment predicts nothing outside those sizes. Returns ``(estimator, notes)``.
+    """
+    bad = degenerate_segments(est)
+    if not bad:
+        return est, []
+    keep = [int(m) for k, m in enumerate(est.min_bytes_) if k > 0 and k not in bad]
+    notes = [f"merged degenerate segment [{int(est.min_bytes_[k])}, "
+             f"{int(est.min_bytes_[k + 1]) if k + 1 < est.min_bytes_.size else 'inf'}) B "
+             f"({est.segment_sizes_[k][2] if getattr(est, 'segment_sizes_', None) else '?'} sizes, "
+             f"{est.bandwidth_Bps_[k]:.3g} B/s) into its neighbour" for k in bad]
+    params = est.get_params()
+    params["breakpoints"] = keep if keep else "none"
+    new = type(est)(**params)
+    try:
+        new.fit(x, y, hops=hops)
+    except CcmodInputError:
+        return est, []
+    return new, notes
+
+
 def fit_files(paths, fmt: str = "auto", options: ReadOptions | None = None, *,
               breakpoints="auto", packet_size: int | None = None, max_segments: int = 4,
               robust: bool = False, hops=None, per_hop_latency_s: float = 0.0,
@@ -227,7 +269,11 @@ def fit_files(paths, fmt: str = "auto", options: ReadOptions | None = None, *,
     est = PiecewiseLinearFit(breakpoints=parse_breakpoints(breakpoints), packet_size=packet_size,
                              max_segments=max_segments, robust=robust, ref_hops=ref_hops,
                              per_hop_latency_s=per_hop_latency_s)
-    est.fit(x, y, hops=h if len(set(hop_list)) > 1 or hop_list[0] != ref_hops else None)
+    hops_arg = h if len(set(hop_list)) > 1 or hop_list[0] != ref_hops else None
+    est.fit(x, y, hops=hops_arg)
+    if breakpoints in ("auto", None) and packet_size is None:
+        est, merged = merge_degenerate(est, x, y, hops_arg)
+        notes.extend(merged)
     if len(set(hop_list)) > 1:
         if est.per_hop_raw_s_ < 0:
             warnings.append(f"fitted per-hop latency {est.per_hop_raw_s_ * 1e9:.3g} ns < 0 "

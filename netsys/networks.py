@@ -14,8 +14,9 @@ import pandas as pd
 from ccmod.errors import CcmodInputError
 from ccmod.netsys.base import Network
 from ccmod.netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
+from ccmod.netsys.nic import COMMON_PARAMS, parse_common, split_common
 from ccmod.netsys.registry import NETWORKS
-from ccmod.registry import format_default
+from ccmod.registry import format_default, parse_spec
 
 SRC = "--network"
 
@@ -29,6 +30,8 @@ def make_network(spec: str, nodes_needed: int | None,
     ----------
     spec : str
         ``NAME[:key=value,...]``, e.g. ``"star"``, ``"fattree2:spines=4,route=smodk"``.
+        Every network also takes ``duplex=``, ``nic_bandwidth=`` and ``intra=``
+        (:mod:`ccmod.netsys.nic`).
     nodes_needed : int or None
         Number of nodes the run uses (max mapped node + 1, see
         :func:`netsys.mapping.rank_to_node`). Parameters left at a derived default are
@@ -50,8 +53,12 @@ def make_network(spec: str, nodes_needed: int | None,
         Unknown network (lists valid names), unknown or invalid parameter (names it and the
         valid ones), a network too small for the run, or a bad cost file / background.
     """
-    entry, values = NETWORKS.resolve(str(spec), source=SRC, defaults=True)
-    name, factory = entry.name, entry.factory
+    name, raw = parse_spec(str(spec), source=SRC)
+    raw, common = split_common(raw)
+    nic = parse_common(common)
+    entry = NETWORKS.get(name, source=SRC)
+    factory = entry.factory
+    values = NETWORKS.convert(name, raw, source=SRC, defaults=True)
     need = None if nodes_needed is None else int(nodes_needed)
     net = factory(nodes_needed=need, **values)
     if not isinstance(net, Network):
@@ -60,6 +67,7 @@ def make_network(spec: str, nodes_needed: int | None,
     if need is not None and net.nnodes < need:
         raise CcmodInputError(f"network '{name}' has {net.nnodes} nodes but the run needs {need}",
                               source=SRC, hint="use a bigger network or --map")
+    net.configure_nodes(**nic)
     if cost is not None and not (isinstance(cost, str) and cost.strip().lower() in
                                  ("none", "default")):
         net.set_cost(load_cost(cost))
@@ -89,6 +97,12 @@ def list_networks() -> pd.DataFrame:
     """
     rows = [{k: r[k] for k in ("name", "description", "params")} for r in NETWORKS.listing()]
     return pd.DataFrame(rows, columns=["name", "description", "params"])
+
+
+def common_params() -> pd.DataFrame:
+    """The parameters every network accepts (NIC and intra-node resources)."""
+    return pd.DataFrame([{"param": k, "doc": v} for k, v in COMMON_PARAMS.items()],
+                        columns=["param", "doc"])
 
 
 def network_params(name: str) -> pd.DataFrame:

@@ -43,6 +43,7 @@ import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.workloads import coll_algos as A
+from ccmod.workloads import mpi_presets as P
 from ccmod.workloads.base import WorkloadBuilder
 
 #: tag of collective number ``seq`` is ``COLL_TAG_BASE - seq`` (p2p tags are >= 0)
@@ -180,9 +181,12 @@ def parse_collective_option(text: str | None, source: str = "--collective") -> d
     """Parse ``"allreduce=ring,bcast=binomial"`` into ``{kind: algorithm}``.
 
     ``auto`` as algorithm removes the override (default choice). Errors name the valid kinds
-    or the valid algorithms of the kind.
+    or the valid algorithms of the kind. Two extra keys apply to every kind:
+    ``mpi=openmpi|mpich|intelmpi`` (the library's default decision rules,
+    :mod:`workloads.mpi_presets`) and ``reduce_s_per_byte=X`` (reduction compute).
     """
     out: dict[str, str] = {}
+    lib, rate = None, 0.0
     if text is None or not str(text).strip():
         return out
     for item in str(text).split(","):
@@ -194,9 +198,21 @@ def parse_collective_option(text: str | None, source: str = "--collective") -> d
             raise CcmodInputError(f"'{item}' is not KIND=ALGORITHM", source=source,
                                   hint="e.g. allreduce=ring,bcast=binomial")
         k = normalize_kind(kind)
+        if k == "mpi":
+            lib = P.check_library(alg, source)
+            continue
+        if k == "reduce_s_per_byte":
+            try:
+                rate = float(alg)
+            except ValueError:
+                rate = -1.0
+            if not (0.0 <= rate < 1.0):
+                raise CcmodInputError(f"reduce_s_per_byte={alg.strip()} must be seconds per byte "
+                                      ">= 0", source=source, hint="e.g. reduce_s_per_byte=2.5e-10")
+            continue
         if k not in ALGORITHMS:
             raise CcmodInputError(f"unknown collective '{kind.strip()}'", source=source,
-                                  hint="valid: " + ", ".join(KINDS))
+                                  hint="valid: " + ", ".join(KINDS) + " (and mpi=, reduce_s_per_byte=)")
         a = alg.strip().lower()
         if a == "auto":
             out.pop(k, None)
@@ -205,6 +221,8 @@ def parse_collective_option(text: str | None, source: str = "--collective") -> d
             raise CcmodInputError(f"unknown {k} algorithm '{alg.strip()}'", source=source,
                                   hint="valid: auto, " + ", ".join(ALGORITHMS[k]))
         out[k] = a
+    if lib is not None or rate:
+        out = {k: P.encode(out.get(k), lib, rate) for k in KINDS}
     return out
 
 
@@ -272,7 +290,7 @@ def expand(builder: WorkloadBuilder, rank: int, nranks: int, kind: str, seq: int
     if int(seq) < 0:
         raise CcmodInputError(f"{k}: negative collective sequence number {seq}")
     n, root = int(nbytes), int(root)
-    alg = None if algorithm in (None, "", "auto") else str(algorithm).lower()
+    alg, lib, reduce_rate = P.decode(algorithm)
     if alg is not None and alg not in ALGORITHMS[k]:
         raise CcmodInputError(f"unknown {k} algorithm '{algorithm}'",
                               hint="valid: " + ", ".join(ALGORITHMS[k]))
@@ -290,7 +308,9 @@ def expand(builder: WorkloadBuilder, rank: int, nranks: int, kind: str, seq: int
         blocks = None
     if alg is None:
         total = int(blocks.sum()) if blocks is not None else None
-        alg = default_algorithm(k, p, n, total)
+        alg = P.preset_algorithm(lib, k, p, n, total)
+    if reduce_rate:
+        compute_s = float(compute_s) + reduce_rate * P.reduction_bytes(k, alg, r, p, n, root)
 
     if p > 1:
         _dispatch(e, k, alg, r, p, root, n, recv_nbytes, send_counts, recv_counts, blocks)

@@ -158,7 +158,7 @@ def profile(workload, network, node_of_rank=None, sharing: str = "ccmod",
     # link demands per message resource
     res_all = msgs.route_res.astype(np.int64)
     msg_of = np.repeat(np.arange(M), np.diff(msgs.route_ptr))
-    cap_all = network.capacity_Bps.reshape(-1)
+    cap_all = network.resource_capacity_Bps()
     used, res_col = np.unique(res_all, return_inverse=True)
     L = len(used)
     load = np.bincount(res_col, weights=msgs.nbytes[msg_of].astype(float), minlength=L) / \
@@ -489,7 +489,7 @@ def crosscheck(trace, network="star", options=None, *, So_s: float | None = None
             ranks["lopc_cycle_s"] = lp["cycle_s"]
             ranks["lopc_finish_s"] = lp["finish_s"]
             ranks["lopc_diff_pct"] = np.where(req > 0, _pct(lp["finish_s"], eng_finish), np.nan)
-    cap = net.capacity_Bps.reshape(-1)
+    cap = net.resource_capacity_Bps()
     eng_links = res.links.set_index("resource")
     mk = res.makespan_s
     rows = []

@@ -1,0 +1,334 @@
+"""Predict real multi-pair contention measurements and print median |error| per experiment.
+
+Usage::
+
+    PYTHONPATH=. /work/venv/bin/python bench/validate_contention.py [--real DIR] [--md FILE]
+        [--sharing ccmod,maxmin] [--quick]
+
+For each cluster, one model is fitted from that cluster's own calibration benchmarks only
+(ping-pong; osu_bw / osu_mbw_mr streams; the intra-node one-pair IMB Uniband table; the
+osu_bibw / osu_bw ratio for the NIC duplex factor), on one star at the NIC's nominal rate,
+and nothing is tuned per experiment. Then every measured experiment is rebuilt from its job
+description (ranks, ranks per node, block placement, or the calibration machinefile: one
+rank per node) and predicted:
+
+* saturation (SimGrid platform-calibration, 4 MB): send, sendrecv_same, sendrecv_diff per
+  number of pairs, alltoall per communicator size; also the contention factor alone
+  (each time divided by the same model's / measurement's one-pair send time);
+* streams: osu_bw, osu_mbw_mr (P pairs across 2 nodes), IMB Uniband inter-node tables;
+* collectives: osu_alltoall / osu_allgather / osu_allreduce, 64 ranks, 32 per node,
+  algorithms from the MPI library's preset (``--mpi``);
+* intra-node: IMB Uniband tables whose pairs are all inside one node (k pairs share the
+  node's copy resource); the one-pair table is the fit input, not a prediction.
+
+Errors are ``predicted time / measured time - 1`` per point; the table gives the median of
+``|error|`` per experiment and sharing rule. Deterministic (no randomness).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ccmod.api import run  # noqa: E402
+from ccmod.netsys.fit_multi import combine, intra_summary, stream_summary  # noqa: E402
+from ccmod.netsys.fit_report import fit_files  # noqa: E402
+from ccmod.netsys.pingpong import ReadOptions  # noqa: E402
+from ccmod.workloads import collectives as C  # noqa: E402
+import validate_data as V  # noqa: E402
+
+REAL = Path("/work/shared/traces/real")
+SAT = "simgrid-platform-calibration"
+HPC = "stackhpc-hpc-tests"
+NBYTES_SAT = 4_000_000
+
+#: calibration clusters: ping-pong file, ranks, NB_RUNS, nominal NIC rate, MPI library
+SAT_CLUSTERS = {
+    "taurus": dict(dir="taurus_26_07_2016", pp="taurus_26_07_2016/calibration/"
+                   "taurus-2016-06-09--1_PingPong.csv.gz", nranks=12, nb=50, nominal=1.25e9,
+                   mpi="openmpi", duplex="half"),
+    "miriel": dict(dir="miriel_27_06_2016", pp="miriel_27_06_2016/calibration/"
+                   "testplatform_PingPong.csv.gz", nranks=16, nb=10, nominal=1.25e9,
+                   mpi="mpich", duplex="half"),
+    "plafrim": dict(dir="plafrim_15_06_16", pp="miriel_27_06_2016/calibration/"
+                    "testplatform_PingPong.csv.gz", nranks=4, nb=10, nominal=1.25e9,
+                    mpi="mpich", duplex="half"),
+}
+
+#: stackhpc fabrics: folder, nominal rate (IB EDR/HDR100 100 Gb/s, RoCE 25 / 50 GbE), MPI
+FABRICS = {
+    "alaska-ib-impi": ("alaska/ib-gcc9-impi-verbs", 12.5e9, "intelmpi"),
+    "alaska-ib-ompi": ("alaska/ib-gcc9-openmpi4-ucx", 12.5e9, "openmpi"),
+    "alaska-roce-impi": ("alaska/roce-gcc9-impi-verbs", 3.125e9, "intelmpi"),
+    "alaska-roce-ompi": ("alaska/roce-gcc9-openmpi4-ucx", 3.125e9, "openmpi"),
+    "csd3-ib-ompi": ("csd3/cclake-ib-gcc9-ompi3-ucx", 12.5e9, "openmpi"),
+    "csd3-ib-impi": ("csd3/cclake-ib-icc19-impi19-ucx", 12.5e9, "intelmpi"),
+    "csd3-roce-ompi": ("csd3/cclake-roce-gcc9-ompi3-ucx", 6.25e9, "openmpi"),
+    "csd3-roce-impi": ("csd3/cclake-roce-icc19-impi19-ucx", 6.25e9, "intelmpi"),
+}
+
+#: a priori reduction cost (memory-bound float add, ~4 GB/s per core)
+REDUCE_S_PER_BYTE = 2.5e-10
+
+
+def _out(d: Path) -> Path | None:
+    f = sorted(d.glob("*.out")) if d.is_dir() else []
+    return f[0] if f else None
+
+
+# ------------------------------------------------------------------------------- models
+def fit_sat(real: Path, c: dict):
+    rep = fit_files([real / SAT / c["pp"]])
+    sizes = np.concatenate([m.nbytes for m in rep.measurements])
+    return combine(rep.model, None, None, (int(sizes.min()), int(sizes.max())))
+
+
+def fit_fabric(real: Path, folder: str, jobs: dict) -> tuple[object, str, list[str]]:
+    """Model + duplex spec + notes for one stackhpc fabric (its own benchmarks only)."""
+    base = real / HPC / folder
+    notes = []
+    pp = _out(base / "omb/Osu_latency") or _out(base / "imb/IMB_PingPong")
+    rep = fit_files([pp])
+    streams = [f for f in (_out(base / "omb/Osu_bw"), _out(base / "omb/Osu_mbw_mr__32"),
+                           _out(base / "omb/Osu_mbw_mr_1_0")) if f]
+    if not streams:
+        streams = [f for f in (_out(base / "imb/IMB_Uniband__1"),) if f]
+    st = stream_summary(streams) if streams else None
+    intra_file = _out(base / "imb/IMB_Uniband_0_5")
+    it = intra_summary([intra_file], options=ReadOptions(processes=2)) if intra_file else None
+    sizes = np.concatenate([m.nbytes for m in rep.measurements])
+    model = combine(rep.model, st, it, (int(sizes.min()), int(sizes.max())))
+    duplex = "full"
+    bw, bibw = _out(base / "omb/Osu_bw"), _out(base / "omb/Osu_bibw")
+    if bw and bibw:
+        a = dict(V.osu_table(bw))
+        b = dict(V.osu_table(bibw))
+        big = [n for n in a if n >= 1 << 20 and n in b]
+        if big:
+            factor = float(np.median([b[n][0] / a[n][0] for n in big]))
+            duplex = f"{factor:.3f}"
+            notes.append(f"duplex {factor:.2f} from osu_bibw/osu_bw")
+    return model, duplex, notes
+
+
+# ------------------------------------------------------------------------------ running
+def predict(w, net: str, sharing: str, cost, mapping=None, ranks=None, stat="median") -> float:
+    r = run(w, net, sharing=sharing, cost=cost, mapping=mapping, record=False)
+    fin = np.asarray(r.rank_finish_s, float)
+    if ranks is not None:
+        fin = fin[list(ranks)]
+    return float(np.median(fin) if stat == "median" else
+                 (np.mean(fin) if stat == "mean" else r.makespan_s))
+
+
+def rel(p, m):
+    return p / m - 1.0
+
+
+# ------------------------------------------------------------------------ experiments
+def saturation(real: Path, sharings, rows, quick=False):
+    for name, c in SAT_CLUSTERS.items():
+        model = fit_sat(real, c)
+        net = f"star:bandwidth={c['nominal']:g},latency=0,duplex={c['duplex']}"
+        d = real / SAT / c["dir"] / "saturation"
+        N = c["nranks"]
+        ref_meas = V.saturation_steps(d / "load_send.csv", "send", N, c["nb"])[1]
+        for sh in sharings:
+            w1, act1 = V.saturation_workload("send", N, 1, NBYTES_SAT)
+            ref_pred = predict(w1, net, sh, model, ranks=act1)
+            for test in ("send", "sendrecv_same", "sendrecv_diff"):
+                meas = V.saturation_steps(d / f"load_{test}.csv", test, N, c["nb"])
+                errs, ferrs = [], []
+                for k, m in meas.items():
+                    w, act = V.saturation_workload(test, N, k, NBYTES_SAT)
+                    p = predict(w, net, sh, model, ranks=act)
+                    errs.append(rel(p, m))
+                    ferrs.append(rel(p / ref_pred, m / ref_meas))
+                rows.append((name, f"saturation {test}", "saturation", sh, errs, ferrs))
+            meas = V.saturation_groups(d / "load_alltoall.csv")
+            algs = C.parse_collective_option(f"mpi={c['mpi']}")
+            errs, ferrs = [], []
+            for k, m in meas.items():
+                if k < 2:
+                    continue
+                p = predict(V.w_collective(k, "alltoall", NBYTES_SAT, algs), net, sh, model)
+                errs.append(rel(p, m))
+                ferrs.append(rel(p / ref_pred, m / ref_meas))
+            rows.append((name, "saturation alltoall", "saturation", sh, errs, ferrs))
+
+
+def streams(real: Path, sharings, rows, quick=False):
+    jobs = V.read_jobs(real / HPC)
+    for fab, (folder, nominal, mpi) in FABRICS.items():
+        model, duplex, _ = fit_fabric(real, folder, jobs)
+        nic = model.stream_bandwidth_Bps or nominal
+        net = (f"star:bandwidth={nominal:g},latency=0,duplex={duplex},nic_bandwidth={nic:g},"
+               "intra=shared")
+        base = real / HPC / folder
+        cases = []   # (experiment, category, nranks, ppn, pairs, measured {size: time_s})
+        for sub in sorted((base / "omb").glob("Osu_mbw_mr*")) + [base / "omb/Osu_bw"]:
+            f = _out(sub)
+            key = f"{folder}/omb/{sub.name}"
+            if f is None or key not in jobs:
+                continue
+            nr, ppn = jobs[key]
+            P = nr // 2
+            meas = {n: P * WINDOWB * n / (v[0] * 1e6) for n, v in V.osu_table(f) if n > 0 and v[0] > 0}
+            exp = "osu_bw" if sub.name == "Osu_bw" else f"osu_mbw_mr {P} pairs"
+            cases.append((exp, nr, ppn, [(i, i + P) for i in range(P)], meas))
+        for sub in sorted((base / "imb").glob("IMB_Uniband*")):
+            f = _out(sub)
+            key = f"{folder}/imb/{sub.name}"
+            if f is None or key not in jobs:
+                continue
+            nr, ppn = jobs[key]
+            for p, tab in V.imb_tables(f, "Uniband").items():
+                half = p // 2
+                pairs = [(i, i + half) for i in range(half)]
+                nodes = {(a // ppn, b // ppn) for a, b in pairs}
+                intra = all(x == y for x, y in nodes)
+                inter = all(x != y for x, y in nodes)
+                if not (intra or inter) or (intra and half == 1):
+                    continue      # mixed placement; the one-pair intra table is a fit input
+                meas = {n: half * WINDOWB * n / (v[1] * 1e6) for n, v in tab if n > 0 and v[1] > 0}
+                exp = f"uniband {'intranode' if intra else 'internode'} {half} pairs"
+                cases.append((exp, p, ppn, pairs, meas))
+        seen = set()
+        for exp, nr, ppn, pairs, meas in cases:
+            if (exp, nr) in seen:
+                continue
+            seen.add((exp, nr))
+            cat = "intranode" if "intranode" in exp else "stream"
+            sizes = sorted(meas)
+            if quick:
+                sizes = sizes[::3]
+            for sh in sharings:
+                big, small = [], []
+                for n in sizes:
+                    w = V.w_stream(nr, pairs, n, iters=1)
+                    r = run(w, net, sharing=sh, cost=model, mapping=f"block:{ppn}", record=False)
+                    # time per window of one pair (the ack is part of the benchmark's loop)
+                    p_t = r.makespan_s
+                    m_t = meas[n]
+                    (big if n >= 65536 else small).append(rel(p_t, m_t))
+                rows.append((fab, exp + " >=64KiB", cat, sh, big, None))
+                rows.append((fab, exp + " <64KiB", cat, sh, small, None))
+        coll(fab, folder, base, jobs, model, net, mpi, sharings, rows, quick)
+
+
+#: bytes per measured "window" time: osu/IMB report MB/s per pair-window of WINDOW messages
+WINDOWB = V.WINDOW
+
+
+def coll(fab, folder, base, jobs, model, net, mpi, sharings, rows, quick):
+    algs = C.parse_collective_option(f"mpi={mpi},reduce_s_per_byte={REDUCE_S_PER_BYTE}")
+    for kind in ("alltoall", "allgather", "allreduce"):
+        sub = base / f"omb/Osu_{kind}"
+        f = _out(sub)
+        key = f"{folder}/omb/Osu_{kind}"
+        if f is None or key not in jobs:
+            continue
+        nr, ppn = jobs[key]
+        meas = {n: v[0] * 1e-6 for n, v in V.osu_table(f) if n > 0}
+        sizes = sorted(meas)
+        if quick:
+            sizes = sizes[::3]
+        if kind == "alltoall":
+            sizes = [n for n in sizes if n <= 65536 or not quick]
+        for sh in sharings:
+            big, small = [], []
+            for n in sizes:
+                w = V.w_collective(nr, kind, n, algs)
+                p = predict(w, net, sh, model, mapping=f"block:{ppn}", stat="mean")
+                (big if n >= 65536 else small).append(rel(p, meas[n]))
+            rows.append((fab, f"osu_{kind} >=64KiB", "collective", sh, big, None))
+            rows.append((fab, f"osu_{kind} <64KiB", "collective", sh, small, None))
+
+
+TARGETS = {"saturation": 0.25, "stream >=64KiB": 0.10, "stream <64KiB": 0.50,
+           "collective >=64KiB": 0.30, "collective <64KiB": 0.50, "intranode": 0.50}
+
+
+def target(cat, exp):
+    if cat in ("stream", "collective"):
+        return TARGETS[f"{cat} {'>=64KiB' if '>=64KiB' in exp else '<64KiB'}"]
+    return TARGETS[cat]
+
+
+def table(rows, sharings) -> str:
+    """Markdown: one line per (cluster, experiment), median |error| per sharing rule."""
+    by = {}
+    for cl, exp, cat, sh, errs, ferrs in rows:
+        if not errs:
+            continue
+        d = by.setdefault((cl, exp, cat), {})
+        d[sh] = (float(np.median(np.abs(errs))), float(np.median(errs)),
+                 None if ferrs is None else float(np.median(np.abs(ferrs))), len(errs))
+    head = "| cluster | experiment | points | target | " + " | ".join(
+        f"{s} median abs err (signed)" for s in sharings) + " | contention factor only |"
+    lines = [head, "|" + "---|" * (5 + len(sharings))]
+    for (cl, exp, cat), d in by.items():
+        t = target(cat, exp)
+        cells = []
+        for s in sharings:
+            if s not in d:
+                cells.append("-")
+                continue
+            a, sg, _, _ = d[s]
+            mark = "" if a <= t else " **miss**"
+            cells.append(f"{100 * a:.1f}% ({100 * sg:+.0f}%){mark}")
+        fac = " / ".join(f"{100 * d[s][2]:.1f}%" for s in sharings
+                         if s in d and d[s][2] is not None) or "-"
+        n = next(iter(d.values()))[3]
+        lines.append(f"| {cl} | {exp} | {n} | {100 * t:.0f}% | " + " | ".join(cells) + f" | {fac} |")
+    return "\n".join(lines)
+
+
+def default_sharings() -> list[str]:
+    from ccmod.errors import CcmodError
+    from ccmod.options import RunOptions
+    out = ["ccmod"]
+    try:
+        RunOptions(sharing="ccmod:latency=unshared")
+        out.append("ccmod:latency=unshared")
+    except CcmodError:
+        pass
+    return out + ["maxmin"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--real", type=Path, default=REAL)
+    ap.add_argument("--sharing", default=None,
+                    help="comma list (default: ccmod, ccmod:latency=unshared when the engine "
+                         "has it, maxmin)")
+    ap.add_argument("--md", type=Path, default=None, help="also write the table here")
+    ap.add_argument("--quick", action="store_true", help="every third size only")
+    ap.add_argument("--only", default="saturation,streams",
+                    help="parts to run: saturation,streams")
+    a = ap.parse_args(argv)
+    sharings = [s for s in a.sharing.split(",") if s] if a.sharing else default_sharings()
+    rows = []
+    t0 = time.perf_counter()
+    if "saturation" in a.only:
+        saturation(a.real, sharings, rows, a.quick)
+    if "streams" in a.only:
+        streams(a.real, sharings, rows, a.quick)
+    md = table(rows, sharings)
+    print(md)
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    if a.md:
+        from ccmod.atomic import atomic_write_text
+        atomic_write_text(a.md, md + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,187 @@
+"""One cost model from several benchmarks at once (``ccmod fit PINGPONG --stream F --intra F``).
+
+A ping-pong measures the *quiet* time of one message; it does not say how fast bytes flow
+when messages stream back to back (alaska Intel MPI: ping-pong 7.0 GB/s, osu_bw 12.4 GB/s),
+how many messages per second a node can inject, or what a message inside a node costs.
+Each benchmark identifies one part (LogGP-like, as SimGrid SMPI's ``smpi/os``, ``smpi/or``,
+``smpi/ois`` and bandwidth factors do):
+
+ping-pong (osu_latency, IMB PingPong, SimGrid calibration)
+    the piecewise-linear quiet time ``T(n)`` (segments, degenerate ones merged).
+streams (osu_bw, osu_mbw_mr, IMB Uniband)
+    ``stream_bandwidth_Bps``: the plateau of the streaming bandwidth (the rate bytes flow
+    at when messages share a resource; the rest of ``T(n)`` becomes the latency phase);
+    ``gap_s``: the NIC gap, the smallest per-message time of any stream of small messages
+    (all senders on one node: the node's highest message rate); ``o_send_s``: the
+    per-message time of a single pair's small-message stream (the sender's CPU cost).
+    Streams beyond the ping-pong's largest size extend the model by a segment at the
+    streaming bandwidth (instead of extrapolating the ping-pong's last slope).
+intra-node (ping-pong or streams between two ranks of one node)
+    ``intra``: latency (small-message ping-pong time, else a one-pair stream's small-message
+    time per message) and bandwidth (stream plateau, else the ping-pong's large-size slope).
+
+The result is one JSON model file (``--cost``); ``fitted_range`` records the sizes it was
+fitted on, and a run warns about larger messages.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ccmod.errors import CcmodInputError
+from ccmod.netsys.cost import PiecewiseLinearCost
+from ccmod.netsys.pingpong import ReadOptions, read_measurements, read_text
+
+#: sizes up to this many bytes count as "small" for message-rate (gap) estimates
+SMALL_BYTES = 64
+#: sizes from this many bytes on give the streaming-bandwidth plateau
+PLATEAU_BYTES = 262144
+
+
+def _pairs_of(path) -> int:
+    """Concurrent pairs of a stream benchmark file (osu_mbw_mr header, IMB #processes/2)."""
+    text = read_text(path)
+    m = re.search(r"pairs:\s*(\d+)", text)
+    if m:
+        return int(m.group(1))
+    m = re.findall(r"#processes\s*=\s*(\d+)", text)
+    if m:
+        return max(1, max(int(v) for v in m) // 2)
+    return 1
+
+
+def stream_summary(paths, fmt: str = "auto", options: ReadOptions | None = None) -> dict:
+    """Plateau bandwidth, smallest per-message time and single-pair small-message time."""
+    opts = options or ReadOptions()
+    plateau, tmin, single, top = [], [], [], 0
+    for p in paths:
+        m = read_measurements(p, fmt, opts)
+        if m.kind != "throughput":
+            raise CcmodInputError(f"{m.format} is not a streaming benchmark", source=str(p),
+                                  hint="--stream takes osu_bw / osu_mbw_mr / IMB Uniband output")
+        n, t = m.nbytes.astype(float), m.one_way_s
+        big = n >= PLATEAU_BYTES
+        if big.any():
+            plateau.append(float(np.median(n[big] / t[big])))
+        small = (n > 0) & (n <= SMALL_BYTES)
+        if small.any():
+            tmin.append(float(np.min(t[small])))
+            if _pairs_of(p) == 1:
+                single.append(float(np.median(t[small])))
+        top = max(top, int(n.max()))
+    if not plateau:
+        raise CcmodInputError(f"no stream size >= {PLATEAU_BYTES} bytes to measure the streaming "
+                              "bandwidth", source=", ".join(map(str, paths)))
+    return {"stream_bandwidth_Bps": float(np.max(plateau)),
+            "gap_s": float(min(tmin)) if tmin else 0.0,
+            "o_send_s": float(np.median(single)) if single else 0.0, "max_bytes": top}
+
+
+def intra_summary(paths, fmt: str = "auto", options: ReadOptions | None = None) -> dict:
+    """Latency (ping-pong) and bandwidth (stream plateau or ping-pong slope) inside a node."""
+    opts = options or ReadOptions()
+    lat, bw, stream_lat = [], [], []
+    for p in paths:
+        m = read_measurements(p, fmt, opts)
+        n, t = m.nbytes.astype(float), m.one_way_s
+        if m.kind == "latency":
+            small = n <= SMALL_BYTES
+            if small.any():
+                lat.append(float(np.median(t[small])))
+            big = n >= PLATEAU_BYTES
+            if big.sum() >= 2 and np.unique(n[big]).size >= 2:
+                slope = np.polyfit(n[big], t[big], 1)[0]
+                if slope > 0:
+                    bw.append(1.0 / slope)
+        else:
+            big = n >= PLATEAU_BYTES
+            if big.any():
+                bw.append(float(np.median(n[big] / t[big])))
+            small = (n > 0) & (n <= SMALL_BYTES)
+            if small.any():
+                # a one-pair stream's per-message time: what a message costs when messages
+                # follow each other through the copy resource (its quiet time under sharing)
+                stream_lat.append(float(np.median(t[small])))
+    out = {}
+    if lat or stream_lat:
+        out["latency_s"] = float(np.median(lat if lat else stream_lat))
+    if bw:
+        out["bandwidth_Bps"] = float(np.max(bw))
+    if not out:
+        raise CcmodInputError("intra-node input gives neither a latency nor a bandwidth",
+                              source=", ".join(map(str, paths)))
+    return out
+
+
+def combine(model: PiecewiseLinearCost, stream: dict | None = None, intra: dict | None = None,
+            fitted_range=None, charge_overheads: bool = True) -> PiecewiseLinearCost:
+    """The ping-pong model extended with the stream / intra-node parts (a new model)."""
+    d = model.to_dict()
+    segs = d["segments"]
+    if fitted_range is not None:
+        d["fitted_range"] = [int(fitted_range[0]), int(fitted_range[1])]
+    if stream:
+        bs = stream["stream_bandwidth_Bps"]
+        d["stream_bandwidth_Bps"] = bs
+        d["gap_s"] = stream["gap_s"]
+        hi = d.get("fitted_range", [0, None])[1]
+        if hi is not None and stream["max_bytes"] > hi:
+            # beyond the ping-pong: continue T(hi) at the streaming bandwidth
+            t_hi = float(model.quiet_s(hi))
+            segs.append({"min_bytes": int(hi) + 1, "latency_s": max(t_hi - hi / bs, 0.0),
+                         "bandwidth_Bps": bs})
+            d["fitted_range"][1] = int(stream["max_bytes"])
+        if charge_overheads and stream["o_send_s"] > 0:
+            o = min(stream["o_send_s"], 0.5 * min(s["latency_s"] for s in segs))
+            d["overheads"] = [{"min_bytes": 0, "o_send_s": o, "o_send_s_per_byte": 0.0,
+                               "o_recv_s": o, "o_recv_s_per_byte": 0.0}]
+    if intra:
+        d["intra"] = {k: float(v) for k, v in intra.items()}
+    return PiecewiseLinearCost.from_dict(d, source=model.source)
+
+
+def fit_model(pingpong, stream=(), intra=(), *, fmt: str = "auto",
+              options: ReadOptions | None = None, **fit_kw):
+    """Fit ping-pong, streaming and intra-node benchmarks into one model.
+
+    Returns
+    -------
+    FitReport
+        Its ``model`` carries ``stream_bandwidth_Bps``, ``gap_s``, ``overheads``, ``intra``
+        and ``fitted_range`` when the inputs give them; ``notes`` say what came from where.
+    """
+    from ccmod.netsys.fit_report import fit_files
+    rep = fit_files(pingpong, fmt, options, **fit_kw)
+    sizes = np.concatenate([m.nbytes for m in rep.measurements]) if rep.measurements else None
+    rng = (int(sizes.min()), int(sizes.max())) if sizes is not None and sizes.size else None
+    st = stream_summary(stream, fmt, options) if stream else None
+    it = intra_summary(intra, fmt, options) if intra else None
+    rep.model = combine(rep.model, st, it, rng)
+    if st:
+        rep.notes.append(f"streams: bandwidth plateau {st['stream_bandwidth_Bps'] / 1e9:.4g} GB/s, "
+                         f"NIC gap {st['gap_s'] * 1e9:.4g} ns/message, single-pair small-message "
+                         f"time {st['o_send_s'] * 1e9:.4g} ns (o_send)")
+    if it:
+        rep.notes.append("intra-node: " + ", ".join(f"{k} {v:.4g}" for k, v in it.items()))
+    return rep
+
+
+def extend_report(report, stream=(), intra=(), intra_processes: int | None = None):
+    """Add streams / intra-node inputs and the fitted range to a ping-pong FitReport (in place)."""
+    import dataclasses
+    st = stream_summary(list(stream), "auto", ReadOptions()) if stream else None
+    it = intra_summary(list(intra), "auto",
+                       dataclasses.replace(ReadOptions(), processes=intra_processes)) if intra else None
+    sizes = np.concatenate([m.nbytes for m in report.measurements]) if report.measurements else None
+    rng = (int(sizes.min()), int(sizes.max())) if sizes is not None and sizes.size else None
+    if st is None and it is None and rng is None:
+        return report
+    report.model = combine(report.model, st, it, rng)
+    if st:
+        report.notes.append(
+            f"streams: bandwidth plateau {st['stream_bandwidth_Bps'] / 1e9:.4g} GB/s, NIC gap "
+            f"{st['gap_s'] * 1e9:.4g} ns/message, o_send {st['o_send_s'] * 1e9:.4g} ns")
+    if it:
+        report.notes.append("intra-node: " + ", ".join(f"{k} {v:.4g}" for k, v in it.items()))
+    return report

@@ -1,0 +1,188 @@
+"""Node-level resources every network can add: NIC injection/ejection and intra-node copy.
+
+The network contract (:mod:`ccmod.netsys.base`) numbers link directions ``link*2+dir``;
+the resources here are appended after them, so a kernel keeps seeing plain integer
+resources with a capacity each.
+
+NIC (``duplex=``, a parameter common to every network)
+    ``none`` (default)
+        No NIC resource: a node's sends and receives only meet on the links (as the
+        article's model; on a star the node link's two directions are independent).
+    ``full``
+        One injection and one ejection resource per node (each ``nic_bandwidth``): a
+        node's concurrent sends share the injection side, its receives the ejection side.
+    ``half``
+        One resource per node carries both its sends and its receives, so a node that
+        sends and receives at once gets half the bandwidth each way (a Sendrecv with one
+        partner takes 2x a one-way send, as measured on taurus 10 GbE).
+    a float X (e.g. ``1.5``)
+        One resource per node of X times ``nic_bandwidth`` shared by its sends and
+        receives: two-way traffic gets X times the one-way bandwidth in total (alaska IB
+        measures X = 1.4-1.7 with osu_bibw / osu_bw). ``duplex=2`` behaves like ``full``
+        for a node that sends and receives at once, ``duplex=1`` like ``half``.
+    A message from node ``s`` to node ``d`` adds the sending side of ``s`` and the receiving
+    side of ``d`` to its route.
+
+Intra-node copy (``intra=``)
+    ``free`` (default)
+        Messages between ranks of one node use no resource (a fixed latency + bandwidth).
+    ``shared``
+        Each node has one memory-copy resource of the intra-node bandwidth; every message
+        between two ranks of that node uses it, so k concurrent intra-node pairs each get
+        1/k of it (the bandwidth comes from the cost model's ``intra`` section or
+        ``--intra-bandwidth``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ccmod.errors import CcmodInputError
+
+SRC = "--network"
+
+#: parameters every network accepts in addition to its own (name -> one-line doc)
+COMMON_PARAMS = {
+    "duplex": "NIC model: none (links only), full (inject + eject per node), half (one "
+              "resource per node for sends and receives), or a factor X > 0 (one resource of "
+              "X * nic_bandwidth shared by the node's sends and receives)",
+    "nic_bandwidth": "NIC bandwidth of one direction in bytes/s (default: the capacity of "
+                     "the node's first link)",
+    "intra": "intra-node messages: free (no shared resource) or shared (one memory-copy "
+             "resource per node of the intra-node bandwidth)",
+}
+
+
+def split_common(raw: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split ``key=value`` strings into (network's own, common NIC/intra ones)."""
+    own = {k: v for k, v in raw.items() if k not in COMMON_PARAMS}
+    common = {k: v for k, v in raw.items() if k in COMMON_PARAMS}
+    return own, common
+
+
+def parse_common(raw: dict[str, str]) -> dict[str, object]:
+    """Typed values of the common parameters (``duplex`` is a str or a float factor)."""
+    out: dict[str, object] = {"duplex": "none", "nic_bandwidth": None, "intra": "free"}
+    for key, text in raw.items():
+        text = str(text).strip()
+        if key == "duplex":
+            if text in ("none", "full", "half"):
+                out[key] = text
+            else:
+                try:
+                    x = float(text)
+                except ValueError:
+                    x = float("nan")
+                if not (math.isfinite(x) and 0 < x <= 1e3):
+                    raise CcmodInputError(f"parameter 'duplex={text}' must be none, full, half "
+                                          "or a factor > 0", source=SRC,
+                                          hint="e.g. duplex=1.5: both directions together "
+                                               "carry 1.5x one direction")
+                out[key] = x
+        elif key == "nic_bandwidth":
+            try:
+                x = float(text)
+            except ValueError:
+                x = float("nan")
+            if not (math.isfinite(x) and 1.0 <= x <= 1e18):
+                raise CcmodInputError(f"parameter 'nic_bandwidth={text}' must be between 1 and "
+                                      "1e18 (bytes/s)", source=SRC)
+            out[key] = x
+        elif key == "intra":
+            if text not in ("free", "shared"):
+                raise CcmodInputError(f"parameter 'intra={text}' must be free or shared",
+                                      source=SRC)
+            out[key] = text
+    return out
+
+
+class NodeResources:
+    """The node-level resources of one network (appended after its ``2 * nlinks``).
+
+    Parameters
+    ----------
+    nnodes : int
+    base : int
+        First resource id (``2 * nlinks``).
+    duplex : {"none", "full", "half"} or float
+    nic_bandwidth_Bps : numpy.ndarray
+        float64[nnodes] one-direction NIC bandwidth per node.
+    intra : {"free", "shared"}
+    """
+
+    def __init__(self, nnodes: int, base: int, duplex, nic_bandwidth_Bps, intra: str = "free"):
+        self.nnodes = int(nnodes)
+        self.base = int(base)
+        self.duplex = duplex
+        self.intra = intra
+        nic = np.broadcast_to(np.asarray(nic_bandwidth_Bps, float), (self.nnodes,)).copy()
+        if duplex == "none":
+            self.n_nic = 0
+            self.nic_cap = np.zeros(0)
+        elif duplex == "full":
+            self.n_nic = 2 * self.nnodes             # node*2 + 0 inject, + 1 eject
+            self.nic_cap = np.repeat(nic, 2)
+        else:
+            factor = 1.0 if duplex == "half" else float(duplex)
+            self.n_nic = self.nnodes                 # one shared resource per node
+            self.nic_cap = nic * factor
+        self.n_copy = self.nnodes if intra == "shared" else 0
+        self.copy_cap = np.full(self.n_copy, np.inf)
+
+    @property
+    def nextra(self) -> int:
+        return self.n_nic + self.n_copy
+
+    def set_intra_bandwidth(self, bandwidth_Bps: float) -> None:
+        """Capacity of every copy resource (the intra-node bandwidth of the cost model)."""
+        self.copy_cap[:] = float(bandwidth_Bps)
+
+    def capacity_Bps(self) -> np.ndarray:
+        return np.concatenate([self.nic_cap, self.copy_cap])
+
+    def send_side(self, node: int) -> int | None:
+        if self.n_nic == 0:
+            return None
+        return self.base + (2 * node if self.duplex == "full" else node)
+
+    def recv_side(self, node: int) -> int | None:
+        if self.n_nic == 0:
+            return None
+        return self.base + (2 * node + 1 if self.duplex == "full" else node)
+
+    def copy_resource(self, node: int) -> int | None:
+        if self.n_copy == 0:
+            return None
+        return self.base + self.n_nic + node
+
+    def extend_route(self, src: int, dst: int, resources: list[int]) -> list[int]:
+        """The route of a message from node ``src`` to ``dst`` with its node resources."""
+        if src == dst:
+            c = self.copy_resource(src)
+            return [] if c is None else [c]
+        s, d = self.send_side(src), self.recv_side(dst)
+        if s is None:
+            return resources
+        return [s] + list(resources) + [d]
+
+    def resource_name(self, k: int) -> str:
+        """Name of extra resource ``k`` (0-based after the link directions)."""
+        if k < self.n_nic:
+            if self.duplex == "full":
+                node, side = divmod(k, 2)
+                return f"nic{node}/{'inject' if side == 0 else 'eject'}"
+            return f"nic{k}/shared"
+        return f"copy{k - self.n_nic}/intra"
+
+
+def first_hop_capacity(network, node: int) -> float:
+    """Capacity of the first link a message leaving ``node`` uses (its NIC's link rate)."""
+    cap = network.capacity_Bps.reshape(-1)
+    for other in (node + 1, node - 1):
+        if 0 <= other < network.nnodes:
+            route = network.route(node, other)
+            if route:
+                link, direction = route[0]
+                return float(cap[2 * link + direction])
+    return float(cap.max()) if cap.size else 1e9

@@ -1,0 +1,113 @@
+"""Multi-benchmark fits: stream bandwidth, gap, overheads, intra-node, degenerate segments."""
+import json
+
+import numpy as np
+import pytest
+
+from ccmod.api import run
+from ccmod.compile import compile_messages
+from ccmod.errors import CcmodInputError
+from ccmod.netsys.cost import PiecewiseLinearCost
+from ccmod.netsys.fit import PiecewiseLinearFit
+from ccmod.netsys.fit_multi import combine, intra_summary, stream_summary
+from ccmod.netsys.fit_report import merge_degenerate
+from ccmod.netsys.networks import make_network
+from ccmod.workloads.base import WorkloadBuilder
+
+SIZES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384, 65536, 262144, 1048576,
+         4194304]
+
+
+def osu(path, title, rows, pairs=None):
+    lines = [f"# OSU MPI {title} Test v5.6.2"]
+    if pairs:
+        lines.append(f"# [ pairs: {pairs} ] [ window size: 64 ]")
+    lines.append("# Size      MB/s" if "Latency" not in title else "# Size          Latency (us)")
+    lines += [f"{n:<10d}{v:.4f}" for n, v in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_stream_and_intra_summaries_closed_form(tmp_path):
+    B, g = 1e10, 1e-7       # plateau 10 GB/s; 1e7 messages/s at small sizes
+    bw = [(n, min(n / g, B) / 1e6) for n in SIZES]
+    f = osu(tmp_path / "bw.out", "Bandwidth", bw)
+    st = stream_summary([f])
+    assert st["stream_bandwidth_Bps"] == pytest.approx(B)
+    assert st["gap_s"] == pytest.approx(g)
+    assert st["o_send_s"] == pytest.approx(g)
+    assert st["max_bytes"] == SIZES[-1]
+    lat = osu(tmp_path / "lat.out", "Latency", [(n, 0.3 + n / 5e9 * 1e6) for n in SIZES])
+    it = intra_summary([lat])
+    assert it["latency_s"] == pytest.approx(0.3e-6, rel=1e-2)   # median of sizes <= 64 B
+    assert it["bandwidth_Bps"] == pytest.approx(5e9, rel=1e-3)
+
+
+def test_combine_keeps_pingpong_quiet_time_and_splits_latency():
+    pp = PiecewiseLinearCost([0], [2e-6], [5e9])
+    st = {"stream_bandwidth_Bps": 1e10, "gap_s": 1e-7, "o_send_s": 5e-7, "max_bytes": 1 << 22}
+    m = combine(pp, st, {"latency_s": 3e-7, "bandwidth_Bps": 8e9}, (0, 1 << 20))
+    n = np.array([1e3, 1e6])
+    assert m.quiet_s(n) == pytest.approx(pp.quiet_s(n))          # ping-pong unchanged
+    assert m.bandwidth_Bps(n) == pytest.approx([1e10, 1e10])      # bytes flow at the stream rate
+    assert m.latency_s(n) == pytest.approx(pp.quiet_s(n) - n / 1e10)
+    # beyond the ping-pong's range: one more segment at the streaming bandwidth
+    t_hi = float(pp.quiet_s(1 << 20))
+    assert float(m.quiet_s(1 << 22)) == pytest.approx(t_hi + ((1 << 22) - (1 << 20)) / 1e10, rel=1e-6)
+    assert m.fitted_max_bytes == 1 << 22
+    assert m.gap_s == 1e-7 and m.intra_latency_s == 3e-7 and m.intra_bandwidth_Bps == 8e9
+    o_s, o_r = m.overheads_s(np.array([8, 8]), np.array([False, True]))
+    assert o_s.tolist() == [5e-7, 0.0] and o_r.tolist() == [5e-7, 0.0]
+    back = PiecewiseLinearCost.from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.quiet_s(n) == pytest.approx(m.quiet_s(n)) and back.gap_s == m.gap_s
+
+
+def test_compile_arrays_and_overheads_never_counted_twice():
+    m = PiecewiseLinearCost.from_dict({
+        "format": "ccmod-cost-model", "segments": [{"min_bytes": 0, "latency_s": 2e-6,
+                                                    "bandwidth_Bps": 1e9}],
+        "gap_s": 1e-7, "overheads": [{"min_bytes": 0, "o_send_s": 5e-7, "o_recv_s": 4e-7}]})
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 1000); b.recv(1, 0, 1000)
+    w = b.build()
+    net = make_network("star", 2, cost=m)
+    node = np.arange(2)
+    plain = compile_messages(w, net, node, "ccmod", 5e-7, 5e9)
+    assert plain.o_send_s.tolist() == [0.0] and plain.quiet_s[0] == pytest.approx(3e-6)
+    charged = compile_messages(w, net, node, "ccmod", 5e-7, 5e9, charge_overheads=True)
+    assert charged.o_send_s[0] == pytest.approx(5e-7) and charged.o_recv_s[0] == pytest.approx(4e-7)
+    assert charged.quiet_s[0] + charged.o_send_s[0] + charged.o_recv_s[0] == pytest.approx(3e-6)
+    assert charged.gap_s.tolist() == [1e-7, 1e-7]
+
+
+def test_run_notes_sizes_beyond_the_fitted_range():
+    m = combine(PiecewiseLinearCost([0], [2e-6], [1e9]), None, None, (0, 1 << 20))
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 4 << 20); b.recv(1, 0, 4 << 20)
+    r = run(b.build(), "star", cost=m)
+    assert any("beyond the cost model's fitted range" in n for n in r.options["notes"])
+
+
+def test_degenerate_segment_is_merged():
+    # a line with a 4-size plateau glitch in the middle: auto breakpoints isolate it
+    rng = np.random.default_rng(1)
+    sizes = np.unique(np.round(np.geomspace(1, 1e6, 200)).astype(int))
+    t = 2e-5 + sizes / 1e9
+    glitch = (sizes >= 1300) & (sizes < 1400)
+    t[glitch] = 2e-5 + 1400 / 1e9 + 3e-5
+    y = t * (1 + 0.002 * rng.standard_normal(t.size))
+    est = PiecewiseLinearFit(max_segments=4).fit(sizes, y)
+    new, notes = merge_degenerate(est, sizes.astype(float), y)
+    if notes:
+        assert new.latency_s_.size < est.latency_s_.size
+        assert all("merged degenerate segment" in s for s in notes)
+    assert all(new.bandwidth_Bps_ < 1e13)
+
+
+def test_bad_loggp_fields():
+    base = {"format": "ccmod-cost-model", "segments": [{"min_bytes": 0, "latency_s": 1e-6,
+                                                        "bandwidth_Bps": 1e9}]}
+    for extra in ({"gap_s": -1}, {"overheads": "x"}, {"intra": 3},
+                  {"overheads": [{"min_bytes": 5}]}, {"fitted_range": "x"}):
+        with pytest.raises(CcmodInputError):
+            PiecewiseLinearCost.from_dict({**base, **extra})
