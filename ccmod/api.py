@@ -79,7 +79,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         Any :class:`~ccmod.options.RunOptions` field by name (``sharing="maxmin"``,
         ``background=0.3``, ...), overriding ``options``.
     sinks : sequence of str or outputs.base.Sink
-        Output sinks fed during the run (e.g. ``["parquet", "perfetto"]``).
+        Output sinks (e.g. ``["parquet", "perfetto"]``); each gets the finished
+        RunResult (``Sink.write(result, ctx)``).
     out_dir : path, optional
         Directory for sinks that write files.
     record : bool, optional
@@ -142,7 +143,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
             # a number for every consumer; a model's spec is in background_model
             "background": bg.load if bg.constant else _mean_level(bg, net),
             "mapping": opts.mapping, "cost": None if opts.cost is None else str(opts.cost),
-            "trace": str(trace) if isinstance(trace, (str, os.PathLike)) else "<workload>"}
+            "trace": _trace_path(trace, w)}
     # the compiled kernel charges o_send / o_recv to the ranks: they leave the quiet time
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s,
                             intra_bandwidth_Bps, charge_overheads=True)
@@ -157,12 +158,6 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     if eager_given and eager_limit_bytes and send_mode != "rendezvous":
         info["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
                                 f"(every message is already sent {send_mode})")
-    if sink_objs:
-        from ccmod.outputs.base import RunContext
-        ctx = RunContext(network=net, workload=w, node_of_rank=node_of_rank, options=info,
-                         out_dir=Path(out_dir) if out_dir is not None else None)
-        for s in sink_objs:
-            s.open(ctx)
     cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 
@@ -190,7 +185,11 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     result.bounds = bounds_out
     _trace_notes(w, result, compute_rate)
     if sink_objs:
-        _feed_sinks(sink_objs, eng, result)
+        from ccmod.outputs.base import RunContext
+        from ccmod.outputs.sinks import write_all
+        write_all(sink_objs, result, RunContext(
+            out_dir=Path(out_dir) if out_dir is not None else None, options=result.options,
+            network=net, workload=w))
     return result
 
 
@@ -250,32 +249,9 @@ def _make_sinks(sinks, out_dir):
     return objs
 
 
-def _batch(df, columns=None):
-    return {c: df[c].to_numpy() for c in (columns or df.columns)}
-
-
-def _feed_sinks(sink_objs, eng, result, chunk: int = 1 << 20):
-    """Stream the result tables to the sinks in batches, then close them."""
-    def chunks(df):
-        for i in range(0, max(len(df), 1), chunk):
-            part = df.iloc[i:i + chunk]
-            if len(part):
-                yield part
-    for s in sink_objs:
-        if getattr(s, "wants_signals", False) and eng.signals is not None:
-            from ccmod.kernel.record import render_signals
-            n = len(eng.signals[0])
-            for i in range(0, n, chunk):   # integer codes become text only here
-                s.on_signals(render_signals(eng.signals, eng.m.route_ptr, eng.m.route_res,
-                                            i, min(n, i + chunk)))
-        for part in chunks(result.messages):
-            s.on_messages(_batch(part))
-        if result.rank_states is not None:
-            for part in chunks(result.rank_states):
-                b = _batch(part)
-                b["state"] = part["state"].cat.codes.to_numpy()
-                s.on_rank_states(b)
-        if result.link_load is not None:
-            for part in chunks(result.link_load):
-                s.on_link_load(_batch(part))
-        s.close(result)
+def _trace_path(trace, w) -> str:
+    """The trace file a run read (also when a Workload read from a file is passed in)."""
+    if isinstance(trace, (str, os.PathLike)):
+        return str(trace)
+    files = getattr(w, "files", None) or []
+    return str(files[0]) if files else "<workload>"

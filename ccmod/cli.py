@@ -38,6 +38,32 @@ def _register_all() -> None:
 _register_all()
 
 
+def _plain_flags() -> None:
+    """Show on/off flags without a ``<bool>`` type column in ``--help`` (it is noise)."""
+    import typer.core
+    orig = typer.core.TyperOption.display_type_rich
+
+    def display_type_rich(self, ctx):
+        return None if getattr(self, "is_flag", False) else orig(self, ctx)
+    typer.core.TyperOption.display_type_rich = display_type_rich
+
+
+_plain_flags()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ccmod import __version__
+        print(f"ccmod {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Predict communication time and network bottlenecks from MPI traces."""
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app, one-line errors, exit code 2.
 

@@ -30,8 +30,7 @@ def parse_knee_runs(items: list[str] | None) -> dict[float, Path]:
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_cmd(
-        run_dir: Path = typer.Argument(..., help="Run directory written by the parquet sink "
-                                                 "(ccmod run --out DIR)."),
+        run_dir: Path = typer.Argument(..., help="Run directory (ccmod run --out DIR)."),
         output: Path = typer.Option(None, "-o", "--output",
                                     help="HTML file to write (default RUN_DIR/report.html)."),
         background_levels: Optional[str] = typer.Option(
@@ -39,24 +38,37 @@ def register(app: typer.Typer) -> None:
                        "are RUN_DIR/background-<level>/ or given with --knee-run)."),
         knee_run: Optional[List[str]] = typer.Option(
             None, help="LEVEL=RUN_DIR: the run at one background level (repeatable)."),
-        max_lines: int = typer.Option(2000, min=0,
-                                      help="Most message lines in the space-time diagram."),
+        max_lines: int = typer.Option(2000, min=0, help="Message lines in the aggregated "
+                                                        "space-time view."),
+        static: Optional[str] = typer.Option(
+            None, help="Also draw the figures for papers into this folder (PNG and SVG, "
+                       "matplotlib), e.g. --static figures/."),
         title: Optional[str] = typer.Option(None, help="Report title."),
         json_: bool = JSON_OPT,
     ):
-        """Write one self-contained HTML report of a run directory."""
-        from ccmod.outputs.report import build_report
+        """Write one self-contained interactive HTML report of a run directory."""
+        from ccmod.outputs.parquet import load_result
+        from ccmod.outputs.report import build_report, write_static
         out = output if output is not None else Path(run_dir) / "report.html"
         levels = parse_levels(background_levels)
         knee = parse_knee_runs(knee_run)
         if knee and not levels:
             levels = sorted(knee)
-        path = build_report(run_dir, out, background_levels=levels, knee_runs=knee,
-                            max_lines=max_lines, title=title)
+        result = load_result(run_dir)
+        result.meta["run_dir"] = str(run_dir)
+        figures = []
+        if static:
+            figures = [str(p) for p in write_static(result, static, background_levels=levels,
+                                                    knee_runs=knee, run_dir=run_dir)]
+        path = build_report(result, out, background_levels=levels, knee_runs=knee,
+                            max_lines=max_lines, title=title, run_dir=run_dir)
         if json_:
-            print(json.dumps({"report": str(path), "bytes": path.stat().st_size}))
+            print(json.dumps({"report": str(path), "bytes": path.stat().st_size,
+                              "figures": figures}))
         else:
             print(f"report written to {path}")
+            if figures:
+                print(f"{len(figures)} figures written to {static}/")
 
     @app.command("sinks")
     def sinks_cmd(json_: bool = typer.Option(False, "--json", help="JSON list.")):

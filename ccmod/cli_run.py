@@ -131,7 +131,9 @@ def register(app: typer.Typer) -> None:
         if background_levels and report is None:
             raise CcmodInputError("needs --report DIR (the knee figure is part of the report)",
                                   source="--background-levels")
-        out_dir = report if report is not None else out
+        # --out gets the tables and the extra sinks; --report gets report.html and its own
+        # tables (so `ccmod report DIR` can rebuild it); given together, both are written
+        out_dir = out if out is not None else report
         extra = [s.strip() for s in (sink or "").split(",") if s.strip()]
         named = {s.split(":")[0] for s in extra}
         # --out implies the parquet tables and --debug the debug sink (unless given with
@@ -140,7 +142,7 @@ def register(app: typer.Typer) -> None:
                  (["debug"] if debug else []) if s not in named] + extra
         if sinks and out_dir is None:
             raise CcmodInputError("sinks write files: give --out DIR", source="--sink")
-        stale = _files_in(out_dir)
+        stale = _files_in(out_dir) + (_files_in(report) if report not in (None, out) else [])
         prog, cb = progress_bar(w.nrecords, "evaluating", "records", enabled=progress and not json_,
                                 min_total=50_000)
         t_start = time.time()
@@ -150,24 +152,31 @@ def register(app: typer.Typer) -> None:
         finally:
             if prog is not None:
                 prog.stop()
-        result.options["trace"] = str(trace)
+        report_path = None
         if report is not None:
             from ccmod.reporting import make_report
-            make_report(result, w, report, network=network, background_levels=background_levels,
-                        options=opts)
+            if out is not None and Path(out).resolve() != Path(report).resolve():
+                from ccmod.outputs.base import RunContext
+                from ccmod.outputs.parquet import ParquetSink
+                ParquetSink(report).write(result, RunContext(out_dir=report))
+            report_path = make_report(result, w, report, network=network,
+                                      background_levels=background_levels, options=opts)
         if json_:
-            print(json.dumps(result.summary()))
+            summary = result.summary()
+            if report_path is not None:
+                summary["report"] = str(report_path)
+            print(json.dumps(summary))
         else:
             print_summary(result)
             if out_dir is not None:
                 print(f"tables written to {out_dir}/")
+            if report_path is not None:
+                print(f"report written to {report_path}")
         left = sorted(f for f in stale if f.exists() and f.stat().st_mtime < t_start)
         if left:
-            print(f"ccmod: note: {out_dir} still holds {len(left)} file(s) from an earlier run "
-                  f"that this run did not rewrite (e.g. {left[0].relative_to(out_dir)})",
-                  file=sys.stderr)
-            if report is not None:
-                print(f"report written to {Path(report) / 'report.html'}")
+            where = out_dir if out_dir is not None else report
+            print(f"ccmod: note: {where} still holds {len(left)} file(s) from an earlier run "
+                  f"that this run did not rewrite (e.g. {left[0].name})", file=sys.stderr)
 
     @app.command("networks")
     def networks_cmd(

@@ -40,7 +40,8 @@ def _whole_quiet(msgs):
 def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: float,
             options: dict):
     """Build the result tables (vectorised)."""
-    from ccmod.result import RunResult
+    from ccmod.linkrate import link_utilisation
+    from ccmod.result import DEFAULT_PACKET_SIZE, Routes, RunResult
 
     w = engine.w
     M = len(msgs.nbytes)
@@ -87,22 +88,51 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     area[:k], busy[:k], peak[:k] = engine.area[:k], engine.busy[:k], engine.peak[:k]
     used = np.flatnonzero(n_msgs > 0)
     bg = network.background_flat()
+    cap = np.asarray(network.resource_capacity_Bps() if hasattr(network, "resource_capacity_Bps")
+                     else network.capacity_Bps, np.float64).reshape(-1)[:nres]
+    routes = Routes(ptr=np.asarray(msgs.route_ptr, np.int64), res=np.asarray(msgs.route_res))
+    resources = pd.DataFrame({"resource": np.arange(nres), "name": names[:nres],
+                              "capacity_Bps": cap, "background": bg[:nres]})
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util_mean = n_bytes[used] / (cap[used] * makespan) if makespan > 0 else \
+            np.full(len(used), np.nan)
     links = pd.DataFrame({
         "resource": used, "name": names[used], "messages": n_msgs[used],
         "bytes": n_bytes[used].astype(np.int64), "peak_active": peak[used],
         "mean_active": area[used] / makespan if makespan > 0 else 0.0,
-        "busy_s": busy[used], "background": bg[used]})
+        "busy_s": busy[used], "background": bg[used], "capacity_Bps": cap[used],
+        "utilisation_mean": util_mean, "utilisation_peak": np.full(len(used), np.nan)})
     rank_states = link_load = None
     if engine.record:
         a, b, c, d = engine.states
         rank_states = pd.DataFrame({
             "rank": a, "state": pd.Categorical.from_codes(b, categories=list(STATE_NAMES)),
             "t_start_s": c, "t_end_s": d})
+        lbg = bg[lr] if len(lr) else bg[:0]
+        # utilisation from the routes compiled for the run (never recompiled)
+        util = link_utilisation(routes, {"nbytes": msgs.nbytes, "t_start_s": t_start,
+                                         "t_end_s": t_end}, lr, lt0, lt1, cap, lbg)
         link_load = pd.DataFrame({"resource": lr, "t_start_s": lt0, "t_end_s": lt1,
-                                  "active": lc, "background": bg[lr] if len(lr) else bg[:0]})
+                                  "active": lc, "background": lbg, "utilisation": util})
+        upeak = np.zeros(nres)
+        np.maximum.at(upeak, lr.astype(np.int64), np.where(np.isfinite(util), util, 0.0))
+        links["utilisation_peak"] = upeak[used]
+    signals = None
+    if getattr(engine, "signals", None) is not None:
+        # integer-coded signals become text here, once (only the debug sink asks for them)
+        from ccmod.kernel.record import render_signals
+        b = render_signals(engine.signals, msgs.route_ptr, msgs.route_res)
+        signals = pd.DataFrame({"t_s": np.asarray(b["t_s"], np.float64),
+                                "signal": np.asarray(b["signal"], dtype=object),
+                                "args": np.asarray(b["args"], dtype=object)})
+    ps = getattr(network, "packet_size", None)
+    meta = {"nranks": int(w.nranks),
+            "packet_size_bytes": int(ps) if ps else DEFAULT_PACKET_SIZE,
+            "packet_size_source": "network" if ps else "default"}
     return RunResult(
         makespan_s=makespan, rank_finish_s=np.asarray(engine.finish_s, float), ranks=ranks,
         messages=messages, links=links, records=w.nrecords, wall_s=wall_s,
         network=network.describe(), sharing=options.get("sharing", "ccmod"),
         send_mode=options.get("send_mode", "rendezvous"), rank_states=rank_states,
-        link_load=link_load, options=options, events=engine.events)
+        link_load=link_load, options=options, events=engine.events, resources=resources,
+        routes=routes, signals=signals, measured=(w.meta or {}).get("measured"), meta=meta)

@@ -28,25 +28,30 @@ def parse_levels(text: str | None) -> list[float] | None:
 
 
 def make_report(result, workload, report_dir, *, network, background_levels=None,
-                options=None) -> Path:
-    """Write ``report_dir/report.html`` from the tables the parquet sink wrote there.
+                options=None, static: bool = False) -> Path:
+    """Write ``report_dir/report.html`` from the in-memory ``result``.
 
-    With ``background_levels`` the engine runs once more per level (same trace and
-    network, the other :class:`~ccmod.options.RunOptions` of ``options`` unchanged) and writes that run's tables into
-    ``report_dir/background-<level>/``, so the report can show knee capacity with and
-    without background load and ``ccmod report DIR --background-levels ...`` can rebuild it.
+    With ``background_levels`` the engine runs once more per level (same workload and
+    network, the other :class:`~ccmod.options.RunOptions` of ``options`` unchanged); those
+    results go to the knee figure directly (in memory) and their tables are written into
+    ``report_dir/background-<level>/`` so that ``ccmod report DIR --background-levels ...``
+    can rebuild the same report later.
     """
     from ccmod.outputs.knee import knee_dirname
-    from ccmod.outputs.report import build_report
+    from ccmod.outputs.report import build_report, write_static
     levels = parse_levels(background_levels) if isinstance(background_levels, str) \
         else background_levels
+    runs = None
     if levels:
         from ccmod.api import run
-        main_bg = float(result.options.get("background", 0.0) or 0.0)
+        runs = {}
         for lv in levels:
-            if lv == main_bg:
-                continue  # the main run is this level
-            run(workload, network, options, background=lv, sinks=["parquet"],
-                out_dir=Path(report_dir) / knee_dirname(lv))
-    return build_report(Path(report_dir), Path(report_dir) / "report.html",
-                        background_levels=levels)
+            if lv == result.background_level:
+                runs[lv] = result          # the main run is this level
+                continue
+            runs[lv] = run(workload, network, options, background=lv, sinks=["parquet"],
+                           out_dir=Path(report_dir) / knee_dirname(lv))
+            runs[lv].options["trace"] = result.options.get("trace", runs[lv].options["trace"])
+    if static:
+        write_static(result, Path(report_dir) / "figures", background_levels=runs)
+    return build_report(result, Path(report_dir) / "report.html", background_levels=runs)

@@ -1,10 +1,33 @@
-"""What a run returns: :class:`RunResult` (the Python API's first-class data)."""
+"""What a run returns: :class:`RunResult`, the one thing every output reads.
+
+The engine's arrays become a RunResult once (:func:`ccmod.collect.collect`); every sink
+(``Sink.write(result, ctx)``), the HTML report, ``--json`` and the Python API read it;
+``ccmod report DIR`` loads the same RunResult back from the Parquet tables
+(:func:`ccmod.outputs.parquet.load_result`).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+#: packet size used for packets/s when the network does not define one (Ethernet MTU)
+DEFAULT_PACKET_SIZE = 1500
+
+
+@dataclass
+class Routes:
+    """Per-message routes as CSR over resource ids (compiled once, by the engine).
+
+    Message ``i`` uses resources ``res[ptr[i]:ptr[i + 1]]`` (empty: intra-node).
+    """
+
+    ptr: np.ndarray
+    res: np.ndarray
+
+    def __len__(self) -> int:
+        return max(len(self.ptr) - 1, 0)
 
 
 @dataclass
@@ -37,7 +60,20 @@ class RunResult:
         Intervals (rank, state, t_start_s, t_end_s) when recorded.
     link_load : DataFrame or None
         Piecewise-constant contention intervals (resource, t_start_s, t_end_s, active,
-        background) when recorded.
+        background, utilisation) when recorded. ``utilisation`` is the fraction of
+        capacity used by the application (see :mod:`ccmod.linkrate`).
+    resources : DataFrame or None
+        The link table: one row per resource id of the network (resource, name,
+        capacity_Bps, background), used or not.
+    routes : Routes or None
+        The compiled route of every message (row order of ``messages``).
+    signals : DataFrame or None
+        The evaluation signal trace (t_s, signal, args) when a sink asked for it.
+    measured : dict or None
+        Measured values of the traced run (e.g. its real makespan), when the trace
+        carries them; the report shows them beside the prediction.
+    meta : dict
+        nranks, packet_size_bytes, packet_size_source ("network" or "default").
     records, messages_count : int
     wall_s : float
         Engine wall-clock time (compile + evaluate, not reading).
@@ -61,10 +97,39 @@ class RunResult:
     link_load: pd.DataFrame | None = None
     options: dict = field(default_factory=dict)
     events: int = 0
+    resources: pd.DataFrame | None = None
+    routes: Routes | None = None
+    signals: pd.DataFrame | None = None
+    measured: dict | None = None
+    meta: dict = field(default_factory=dict)
     #: ``--bounds``: best/avg/worst makespans under constant background levels (ccmod.bounds)
     bounds: dict | None = None
     #: measured next to predicted (timestamped traces; see ccmod.trace_notes), else None
     measured: dict | None = None
+
+    @property
+    def nranks(self) -> int:
+        n = self.meta.get("nranks")
+        return int(n) if n is not None else int(len(self.rank_finish_s))
+
+    @property
+    def packet_size(self) -> int:
+        return int(self.meta.get("packet_size_bytes") or DEFAULT_PACKET_SIZE)
+
+    @property
+    def background_level(self) -> float:
+        bg = self.options.get("background")
+        if bg is not None:
+            return float(bg)
+        if self.resources is not None and len(self.resources):
+            return float(self.resources["background"].max())
+        return 0.0
+
+    @property
+    def trace_name(self) -> str:
+        """The trace's file name (or ``<workload>`` for an in-memory workload)."""
+        t = str(self.options.get("trace") or "<workload>")
+        return t if t.startswith("<") else t.replace("\\", "/").rsplit("/", 1)[-1]
 
     @property
     def messages_count(self) -> int:
@@ -85,7 +150,7 @@ class RunResult:
     def summary(self) -> dict:
         """A JSON-ready summary (what ``ccmod run --json`` prints)."""
         busiest = self.busiest_link()
-        return {
+        out = {
             "makespan_s": float(self.makespan_s),
             "rank_finish_s": [float(x) for x in self.rank_finish_s],
             "messages": self.messages_count,
@@ -112,3 +177,6 @@ class RunResult:
                 "wait_s": [float(x) for x in (self.ranks["wait_s"] + self.ranks["barrier_s"])],
             },
         }
+        if self.measured:
+            out["measured"] = self.measured
+        return out

@@ -1,61 +1,61 @@
-"""Typed sink interface (replaces the article's varargs ``otrace::RecvSignal``).
+"""The sink interface: one method, ``write(result, ctx)`` (a Ciw-style one-method base).
 
-The engine feeds sinks in batches of numpy columns; every hook is a no-op by default, so
-an absent sink costs nothing. A sink that wants the full signal trace (the article's
-``otrdeb``) sets ``wants_signals = True``; the engine only generates signals then.
-
-Batches (dicts of equal-length numpy arrays)
---------------------------------------------
-messages    : msg_id, src, dst, tag, nbytes, t_post_s, t_start_s, t_end_s, quiet_s,
-              slowdown, bottleneck (resource id, -1 if none/intra-node), hops
-rank_states : rank, state (int code, see ``STATE_NAMES``), t_start_s, t_end_s
-link_load   : resource, t_start_s, t_end_s, active (contention: messages on it),
-              background (fraction)
-signals     : t_s, signal (str, a name of the ``SIGNALS`` tuple), args (str)
+A sink receives the finished :class:`ccmod.result.RunResult` (messages, rank states, link
+load with utilisation, the link table, routes, signals) and writes what it writes; it never
+sees the engine. A sink that wants the full signal trace (the article's ``otrdeb``) sets
+``wants_signals = True``: the engine only generates signals then (they cost time).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ccmod.errors import CcmodInputError
+
 # the codes are shared with the engine, so they live in the core (re-exported here for sinks)
 from ccmod.codes import (SIGNALS, STATE_BARRIER, STATE_COMPUTE, STATE_NAMES,  # noqa: F401
                          STATE_OVERHEAD, STATE_RECV, STATE_SEND, STATE_WAIT)
 
+#: pseudo state code of the gaps between recorded states ("idle" in the article's
+#: space-time diagram): a rank waiting for nothing, or finished before the makespan
+STATE_IDLE = len(STATE_NAMES)
+#: state names including the idle pseudo state (index = state code)
+ALL_STATE_NAMES = STATE_NAMES + ("idle",)
+
 
 @dataclass
 class RunContext:
-    """What a sink may need to know when it opens."""
+    """Where a sink writes, and the run's options (everything else is in the result)."""
 
-    network: object            # netsys.base.Network
-    workload: object           # workloads.base.Workload
-    node_of_rank: object       # int32[nranks]
-    options: dict = field(default_factory=dict)
     out_dir: Path | None = None
+    options: dict = field(default_factory=dict)
+    network: object = None      # netsys.base.Network, when the caller has it (optional)
+    workload: object = None     # workloads.base.Workload (optional)
 
 
 class Sink:
-    """Base class of output sinks: override only the hooks you need."""
+    """Base class of output sinks: implement :meth:`write`.
+
+    File sinks take ``out_dir`` (else they write into ``ctx.out_dir``) and their
+    parameters as keyword arguments with defaults (``--sink NAME:key=value``).
+    """
 
     name = "sink"
     description = ""
     wants_signals = False
-    wants_link_load = False
 
-    def open(self, ctx: RunContext) -> None:
-        pass
+    def __init__(self, out_dir=None):
+        self.out_dir = out_dir
 
-    def on_messages(self, batch: dict) -> None:
-        pass
+    def write(self, result, ctx: RunContext | None = None) -> None:
+        """Write the outputs of ``result`` (a :class:`ccmod.result.RunResult`)."""
+        raise NotImplementedError
 
-    def on_rank_states(self, batch: dict) -> None:
-        pass
-
-    def on_link_load(self, batch: dict) -> None:
-        pass
-
-    def on_signals(self, batch: dict) -> None:
-        pass
-
-    def close(self, result) -> None:
-        """Called once with the :class:`ccmod.result.RunResult`."""
+    def directory(self, ctx: RunContext | None) -> Path:
+        """The directory this sink writes into (created), or a one-line input error."""
+        from ccmod.atomic import ensure_dir
+        d = self.out_dir if self.out_dir is not None else getattr(ctx, "out_dir", None)
+        if d is None:
+            raise CcmodInputError(f"sink '{self.name}' needs an output directory",
+                                  source="--sink", hint="give --out DIR (or out_dir=...)")
+        return ensure_dir(Path(d), "output directory")

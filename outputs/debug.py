@@ -7,18 +7,14 @@ engine emitted them::
 
 Signal names are those of :data:`outputs.base.SIGNALS` (the article's ``otrace_sig``);
 ``args`` is the engine's free-text argument string (newlines replaced by spaces so one
-signal stays one line). The file is streamed to a hidden temporary name and renamed at
-close.
+signal stays one line). The file is written to a hidden temporary name and renamed into place.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from ccmod.atomic import atomic_path
 from ccmod.outputs.base import SIGNALS, Sink
-from ccmod.outputs.common import SIGNAL_COLUMNS, ChunkBuffer, discard, resolve_out_dir, temp_name
-from ccmod.atomic import release
 from ccmod.outputs.registry import SINKS
 
 
@@ -40,43 +36,23 @@ class DebugSink(Sink):
     wants_signals = True
 
     def __init__(self, out_dir=None, file: str = "debug.txt"):
-        self.out_dir = out_dir
+        super().__init__(out_dir)
         self.file = file
-        self._fh = None
-
-    def open(self, ctx) -> None:
-        d = resolve_out_dir(self.name, self.out_dir, ctx)
-        self.final = d / self.file
-        self.tmp = temp_name(self.final)
-        self._fh = open(self.tmp, "w", encoding="utf-8")
-        self._fh.write("# ccmod signal trace: time_s signal args\n")
-        self.lines = 0
         self.unknown: set[str] = set()
 
-    def on_signals(self, batch: dict) -> None:
-        cols = ChunkBuffer(SIGNAL_COLUMNS, "signals").add(batch)
-        t = np.asarray(cols["t_s"], np.float64)
-        sig = [str(x) for x in cols["signal"]]
-        args = [str(x).replace("\n", " ").replace("\r", " ") for x in cols["args"]]
-        self.unknown.update(x for x in set(sig) if x not in SIGNALS)
-        self._fh.write("".join(f"{ti:.9f} {si} {ai}\n" if ai else f"{ti:.9f} {si}\n"
-                               for ti, si, ai in zip(t.tolist(), sig, args)))
-        self.lines += len(sig)
-
-    def abort(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-            discard(self.tmp)
-
-    def close(self, result) -> None:
-        if self._fh is None:
-            return
-        try:
-            self._fh.close()
-            self._fh = None
-            os.replace(self.tmp, self.final)
-            release(self.tmp)
-        except BaseException:
-            discard(self.tmp)
-            raise
+    def write(self, result, ctx=None) -> None:
+        d = self.directory(ctx)
+        sig = result.signals
+        with atomic_path(d / self.file) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            fh.write("# ccmod signal trace: time_s signal args\n")
+            if sig is None:
+                fh.write("# (no signals recorded: run with the debug sink)\n")
+                self.lines = 0
+                return
+            t = np.asarray(sig["t_s"], np.float64)
+            names = [str(x) for x in sig["signal"]]
+            args = [str(x).replace("\n", " ").replace("\r", " ") for x in sig["args"]]
+            self.unknown = {x for x in set(names) if x not in SIGNALS}
+            fh.write("".join(f"{ti:.9f} {si} {ai}\n" if ai else f"{ti:.9f} {si}\n"
+                             for ti, si, ai in zip(t.tolist(), names, args)))
+            self.lines = len(names)

@@ -1,8 +1,8 @@
-"""Report figures (matplotlib, imported lazily, object API on the Agg canvas).
+"""Static figures for papers (matplotlib, imported lazily, object API on the Agg canvas).
 
-Every function takes a :class:`outputs.rundata.RunData`, aggregates with numpy first and
-returns ``(figure, info)``, where ``info`` says what was aggregated or sampled so the
-report can tell the reader. :func:`to_png_b64` / :func:`to_svg` render a figure.
+``ccmod report --static`` draws each once and saves it as PNG and SVG. Every function
+takes a :class:`ccmod.result.RunResult`, aggregates with numpy first and returns
+``(figure, info)``, where ``info`` says what was aggregated or sampled.
 """
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import io
 
 import numpy as np
 
-from ccmod.outputs.common import ALL_STATE_NAMES, STATE_IDLE
+from ccmod.outputs.base import ALL_STATE_NAMES, STATE_IDLE
+from ccmod.outputs.interactive import busiest_links
 from ccmod.outputs.raster import even_sample, group_rows, interval_coverage
+from ccmod.outputs.sinkdata import resource_names, state_arrays
 
 #: colours of compute, send, recv, wait, barrier, idle (index = state code)
 # compute, send, recv, wait, barrier, overhead, idle
@@ -26,23 +28,12 @@ def _figure(w_in: float, h_in: float):
     return Figure(figsize=(w_in, h_in), dpi=100, layout="constrained")
 
 
-def to_png_b64(fig, dpi: int = 100) -> str:
-    """PNG bytes of ``fig`` as base64 text (for ``data:image/png;base64,``)."""
+def save(fig, path, fmt: str) -> None:
+    """Write ``fig`` as ``fmt`` (png or svg) to ``path``, reproducibly (no dates, fixed ids)."""
     import matplotlib
-    buf = io.BytesIO()
+    meta = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
     with matplotlib.rc_context(_RC):
-        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def to_svg(fig) -> str:
-    """Inline SVG markup of ``fig`` (XML prolog and DOCTYPE stripped, reproducible ids)."""
-    import matplotlib
-    buf = io.StringIO()
-    with matplotlib.rc_context(_RC):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
+        fig.savefig(path, format=fmt, dpi=100, metadata=meta)
 
 
 def time_unit(t_end: float) -> tuple[float, str]:
@@ -53,11 +44,12 @@ def time_unit(t_end: float) -> tuple[float, str]:
     return 1.0, "s"  # pragma: no cover
 
 
-def _legend(ax, codes, loc="upper right"):
+def _legend(fig, codes):
+    """State legend below the axes (outside the data area, so it covers nothing)."""
     from matplotlib.patches import Patch
-    ax.legend(handles=[Patch(facecolor=STATE_COLORS[c], edgecolor="#999999",
-                             label=ALL_STATE_NAMES[c]) for c in codes],
-              loc=loc, fontsize=7, ncols=len(codes), frameon=True)
+    fig.legend(handles=[Patch(facecolor=STATE_COLORS[c], edgecolor="#999999",
+                              label=ALL_STATE_NAMES[c]) for c in codes],
+               loc="outside lower center", fontsize=7, ncols=len(codes), frameon=False)
 
 
 # ============================================================================ space-time
@@ -85,12 +77,12 @@ def space_time_figure(data, ncols: int = 1000, max_rows: int = 128, max_lines: i
     origin = lo if window is not None else 0.0
     x_lo, x_hi = (lo - origin) / div, (hi - origin) / div
     if data.rank_states is not None and span > 0:
-        s = data.rank_states
-        rk = s["rank"].to_numpy().astype(np.int64)
+        s = state_arrays(data)
+        rk = s["rank"]
         cov = interval_coverage(np.where(rk < n, rows_of_rank[np.clip(rk, 0, n - 1)], -1),
-                                s["state"].to_numpy(), s["t_start_s"].to_numpy() - lo,
-                                s["t_end_s"].to_numpy() - lo, nrows, len(STATE_COLORS), ncols,
-                                span) / gsize
+                                s["state"], s["t_start_s"] - lo, s["t_end_s"] - lo, nrows,
+                                len(STATE_COLORS), ncols, span) / gsize
+        cov[:, STATE_IDLE, :] += np.maximum(1.0 - cov.sum(axis=1), 0.0)  # idle is derived
         # each pixel shows the state that took most of its time (mixing colours would turn
         # fast send/recv alternation into an unreadable grey); no state at all → white
         covered = cov.sum(axis=1) > 0                        # (nrows, ncols)
@@ -98,7 +90,7 @@ def space_time_figure(data, ncols: int = 1000, max_rows: int = 128, max_lines: i
         rgb[~covered] = 1.0
         ax.imshow(rgb, aspect="auto", interpolation="nearest", extent=(x_lo, x_hi, nrows, 0))
         present = [c for c in range(len(STATE_COLORS)) if cov[:, c, :].sum() > 0]
-        _legend(ax, present)
+        _legend(fig, present)
     m = data.messages
     if len(m) and span > 0:
         from matplotlib.collections import LineCollection
@@ -165,36 +157,6 @@ def detail_window(data, messages: int = 150, ncols: int = 1000):
 
 
 # ============================================================================ link load
-def busiest_links(data, top: int) -> np.ndarray:
-    """Resource ids of the ``top`` busiest links: time-averaged contention, then peak."""
-    load = data.link_load
-    if load is None:
-        return np.zeros(0, np.int64)
-    res = load["resource"].to_numpy().astype(np.int64)
-    dur = (load["t_end_s"] - load["t_start_s"]).to_numpy()
-    act = load["active"].to_numpy().astype(np.float64)
-    size = int(res.max()) + 1 if len(res) else 0
-    weight = np.bincount(res, weights=act * dur, minlength=size)
-    peak = np.zeros(size)
-    np.maximum.at(peak, res, act)
-    cand = np.nonzero((weight > 0) | (peak > 0))[0]
-    order = np.lexsort((cand, -peak[cand], -weight[cand]))
-    return cand[order][:top]
-
-
-def link_names(data, resources) -> list[str]:
-    """Names of resource ids from links.parquet / link_load (``rN`` when unknown)."""
-    names: dict[int, str] = {}
-    if data.links is not None and {"resource", "name"} <= set(data.links.columns):
-        names = dict(zip(data.links["resource"].astype(int), data.links["name"].astype(str)))
-    missing = [int(r) for r in resources if int(r) not in names]
-    if missing and data.link_load is not None and "name" in data.link_load.columns:
-        ld = data.link_load
-        sub = ld[ld["resource"].isin(missing)].drop_duplicates("resource")
-        names.update(zip(sub["resource"].astype(int), sub["name"].astype(str)))
-    return [names.get(int(r), f"r{int(r)}") for r in resources]
-
-
 def link_heatmap_figure(data, top: int = 30, ncols: int = 400):
     """Links × time heatmaps of contention and (when known) utilisation."""
     chosen = busiest_links(data, top)
@@ -218,7 +180,7 @@ def link_heatmap_figure(data, top: int = 30, ncols: int = 400):
         if np.isfinite(u).any():
             panels.append(("utilisation (% of capacity)", np.nan_to_num(u) * 100, "magma"))
     # the peak per time bin (not the mean) keeps short communication bursts visible
-    names = link_names(data, chosen)
+    names = resource_names(data, chosen)
     h = min(9.0, 1.2 + 0.16 * len(chosen)) * len(panels)
     fig = _figure(11, h)
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
@@ -245,11 +207,10 @@ def rank_breakdown_figure(data, max_bars: int = 256):
     secs = np.zeros((max(n, 1), len(STATE_COLORS)))
     src = "states"
     if data.rank_states is not None:
-        s = data.rank_states
-        rk = s["rank"].to_numpy().astype(np.int64)
-        st = s["state"].to_numpy().astype(np.int64)
+        s = state_arrays(data)
+        rk, st = s["rank"], s["state"]
         ok = (rk >= 0) & (rk < n)
-        dur = (s["t_end_s"] - s["t_start_s"]).to_numpy()
+        dur = s["t_end_s"] - s["t_start_s"]
         np.add.at(secs, (rk[ok], st[ok]), dur[ok])
     elif data.ranks is not None and len(data.ranks):
         src = "ranks"
@@ -282,7 +243,7 @@ def rank_breakdown_figure(data, max_bars: int = 256):
     ax.set_xlabel("rank" if gsize == 1 else f"rank (mean over groups of {gsize})")
     ax.set_ylabel(f"time ({unit})")
     ax.set_title("Time per rank by state")
-    ax.legend(fontsize=7, ncols=6, loc="upper right")
+    fig.legend(loc="outside lower center", fontsize=7, ncols=6, frameon=False)
     return fig, {"rank_group": gsize, "source": src}
 
 
@@ -305,7 +266,8 @@ def comm_matrix_figure(data, max_cells: int = 256):
         im = ax.imshow(masked, cmap="viridis", interpolation="nearest",
                        norm=LogNorm(vmin=max(mat[mat > 0].min(), 1), vmax=mat.max()),
                        extent=(0, n, n, 0))
-        fig.colorbar(im, ax=ax, label="bytes")
+        cb = fig.colorbar(im, ax=ax, label="bytes")
+        _plain_log(cb.ax.yaxis)
     ax.set_xlabel("destination rank")
     ax.set_ylabel("source rank")
     ax.set_title("Communication matrix" + ("" if gsize == 1 else f" (blocks of {gsize} ranks)"))
@@ -325,6 +287,7 @@ def slowdown_figure(data):
         if hi / lo > 1.5:
             bins = np.geomspace(lo, hi * 1.0001, 50)
             ax.set_xscale("log")
+            _plain_log(ax.xaxis)
         else:
             bins = np.linspace(lo, hi * 1.0001, 50)
         counts, edges = np.histogram(np.clip(sd, lo, None), bins=bins)
@@ -339,3 +302,39 @@ def slowdown_figure(data):
     ax.set_ylabel("messages")
     ax.set_title("Message slowdown")
     return fig, info
+
+
+def _plain_log(axis) -> None:
+    """Label a log axis with plain numbers (0.5, 1, 2, 10, 1000) instead of 10^x."""
+    from matplotlib.ticker import FuncFormatter
+    fmt = FuncFormatter(lambda v, _: f"{v:,.6g}")
+    axis.set_major_formatter(fmt)
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
+def knee_figure(series: list[KneeSeries]):
+    """Two panels: packets/s over time per level, and against contention (the knee)."""
+    fig = _figure(11, 3.8)
+    ax1, ax2 = fig.subplots(1, 2)
+    palette = ("#4C72B0", "#C44E52", "#55A868", "#DD8452", "#8172B3", "#937860")
+    t_max = max(s.makespan_s for s in series)
+    div, unit = time_unit(t_max)
+    for i, s in enumerate(series):
+        c = palette[i % len(palette)]
+        lbl = f"background {s.level:.0%}"
+        ax1.plot(s.t_s / div, s.pps, color=c, lw=1, label=lbl)
+        ax2.plot(s.active, s.active_pps, "o-", color=c, ms=4, label=lbl)
+        if np.isfinite(s.capacity_pps):
+            eff = s.capacity_pps * (1 - s.level)
+            ax2.axhline(eff, color=c, ls=":", lw=0.8)
+    ax2.set_ylim(bottom=0)
+    ax2.set_xlim(left=0)
+    ax1.set_xlabel(f"time ({unit})")
+    ax1.set_ylabel("packets/s")
+    ax1.set_title(f"Throughput of {series[0].link}", fontsize=9)
+    ax2.set_xlabel("contention (messages sharing the link)")
+    ax2.set_ylabel("mean packets/s")
+    ax2.set_title("Knee capacity (dotted: capacity left by the background)", fontsize=9)
+    fig.legend(*ax1.get_legend_handles_labels(), loc="outside lower center", fontsize=7,
+               ncols=len(series), frameon=False)
+    return fig

@@ -1,16 +1,15 @@
-"""Knee capacity (the article's Figure 5): packets/s through the most loaded link.
+"""Knee capacity (the article's Figure 5): packets/s through a link against its contention.
 
-For one run, the *most loaded link* is the resource that carried the most bytes
-(links.parquet; ties: higher peak contention). Its throughput in packets/s over each
-contention interval of link_load.parquet is ``utilisation × capacity_Bps / packet_size``
-(utilisation from the parquet sink, i.e. the uniform-spreading approximation of
-:mod:`outputs.linkutil`; packet size from the network, else 1500 bytes). The knee curve is
-the time-weighted mean throughput at each contention level (number of messages sharing
-the link): throughput grows with offered load until the link saturates — the knee.
+The knee shows on a link whose contention actually varies: :func:`knee_links` ranks the
+links by the time they carried two or more messages at once (a link that never did has no
+knee to show: its throughput is one message's). Its throughput in packets/s over each
+contention interval is ``utilisation × capacity_Bps / packet_size`` (utilisation from
+:mod:`ccmod.linkrate`; packet size from the network, else 1500 bytes). The knee curve is
+the time-weighted mean throughput at each contention level: it grows with offered load until
+the link saturates — the knee. :func:`knee_verdict` says in words whether there is one.
 
 With several background levels (runs of the same trace at background 0, 0.3, ...), every
-run is measured on the link that was most loaded in the *first* run, so the curves compare
-the same link.
+run is measured on the link chosen in the *first* run, so the curves compare the same link.
 """
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ class KneeSeries:
     """Throughput of one link in one run (one curve of the knee figure)."""
 
     level: float                 # background load fraction of the run
-    run_dir: Path
+    run_dir: object
     link: str
     resource: int
     packet_size: int
@@ -48,28 +47,52 @@ def knee_dirname(level: float) -> str:
     return f"background-{level:g}"
 
 
-def most_loaded_resource(data) -> int | None:
-    links = data.links
-    if links is not None and len(links) and {"resource", "bytes"} <= set(links.columns):
-        # np.lexsort: last key is primary → bytes, then peak contention, then id
-        keys = [links["resource"].to_numpy()]
-        if "peak_active" in links.columns:
-            keys.append(-links["peak_active"].to_numpy())
-        keys.append(-links["bytes"].to_numpy())
-        order = np.lexsort(keys)
-        return int(links["resource"].to_numpy()[order[0]])
-    if data.link_load is not None and len(data.link_load):
-        ld = data.link_load
-        w = ld["active"] * (ld["t_end_s"] - ld["t_start_s"])
-        return int(w.groupby(ld["resource"]).sum().idxmax())
-    return None
+def knee_links(result, top: int = 1) -> list[int]:
+    """Links whose contention varies: most time with >= 2 messages at once first.
+
+    Returns an empty list when no link ever carried two messages at once.
+    """
+    ld = result.link_load
+    if ld is None or len(ld) == 0:
+        return []
+    res = ld["resource"].to_numpy().astype(np.int64)
+    dur = (ld["t_end_s"] - ld["t_start_s"]).to_numpy()
+    act = ld["active"].to_numpy().astype(np.int64)
+    shared = np.bincount(res, weights=dur * (act >= 2))
+    # distinct contention levels per resource: unique (resource, level) pairs
+    pairs = np.unique(res * (int(act.max()) + 1) + act)
+    levels = np.bincount(pairs // (int(act.max()) + 1), minlength=len(shared))
+    cand = np.nonzero((shared > 0) & (levels[:len(shared)] >= 2))[0]
+    cand = cand[np.lexsort((cand, -shared[cand]))]
+    return [int(r) for r in cand[:top]]
+
+
+def knee_verdict(s: "KneeSeries") -> str:
+    """One sentence: is there a knee in this series, and where."""
+    ok = np.isfinite(s.active_pps) & (s.active >= 1)
+    a, y = s.active[ok], s.active_pps[ok]
+    if len(a) < 2:
+        return (f"{s.link} never carried two messages at once: there is no knee to show "
+                "(its throughput is that of one message).")
+    peak_i = int(np.argmax(y))
+    if peak_i < len(a) - 1 and y[-1] <= 1.05 * y[peak_i] and y[peak_i] > 1.05 * y[0]:
+        return (f"Knee on {s.link}: throughput grows up to contention {int(a[peak_i])} "
+                f"({y[peak_i]:,.0f} packets/s) and does not grow beyond it.")
+    if y[-1] > 1.05 * y[0]:
+        return (f"No knee yet on {s.link}: throughput still grows at the highest contention "
+                f"seen ({int(a[-1])} messages, {y[-1]:,.0f} packets/s); the link is not "
+                "saturated.")
+    return (f"No knee on {s.link}: throughput does not grow with contention (from "
+            f"{y[0]:,.0f} packets/s with one message): the link is saturated by one message "
+            "already, so sharing only slows each message down.")
 
 
 def knee_series(data, resource: int | None = None, nbins: int = 200) -> KneeSeries | None:
-    """Packets/s of ``resource`` (default: most loaded link) in one run, or None."""
-    from ccmod.outputs.figures import link_names
+    """Packets/s of ``resource`` (default: the link whose contention varies most), or None."""
+    from ccmod.outputs.sinkdata import resource_names
     if resource is None:
-        resource = most_loaded_resource(data)
+        cand = knee_links(data)
+        resource = cand[0] if cand else None
     if resource is None or data.link_load is None or "utilisation" not in data.link_load:
         return None
     ld = data.link_load
@@ -102,8 +125,8 @@ def knee_series(data, resource: int | None = None, nbins: int = 200) -> KneeSeri
         row = data.links[data.links["resource"] == resource]
         if len(row):  # exact: total bytes over the makespan (no per-interval clipping)
             mean_pps = float(row["bytes"].iloc[0]) / ps / makespan
-    return KneeSeries(level=data.background_level, run_dir=data.run_dir,
-                      link=link_names(data, [resource])[0], resource=int(resource),
+    return KneeSeries(level=data.background_level, run_dir=data.meta.get("run_dir"),
+                      link=resource_names(data, [resource])[0], resource=int(resource),
                       packet_size=ps, capacity_pps=cap / ps,
                       mean_pps=mean_pps,
                       peak_pps=float(pps.max()) if len(pps) else 0.0, makespan_s=makespan,
@@ -111,63 +134,15 @@ def knee_series(data, resource: int | None = None, nbins: int = 200) -> KneeSeri
                       active_pps=apps, active_time_s=tw)
 
 
-def rebuild_network(described: dict):
-    """Rebuild a network from ``Network.describe()`` (name + params), or None on failure."""
-    if not isinstance(described, dict) or not described.get("name"):
-        return None
-    params = {k: v for k, v in (described.get("params") or {}).items() if v is not None}
-    spec = described["name"] + (":" + ",".join(f"{k}={v}" for k, v in params.items())
-                                if params else "")
-    try:
-        from ccmod.netsys.networks import make_network
-        return make_network(spec, described.get("nodes"))
-    except Exception:  # a network that cannot be rebuilt only costs the utilisation
-        return None
-
-
-def rundata_from_result(result, network=None, node_of_rank=None):
-    """A :class:`outputs.rundata.RunData` from an in-memory ``RunResult``.
-
-    The result goes through the parquet sink in a temporary directory (so utilisation and
-    link capacities are derived exactly as for a run directory). ``network`` defaults to
-    one rebuilt from ``result.network`` (``Network.describe()``); ``node_of_rank`` to the
-    ``node`` column of ``result.ranks``. Without a network, utilisation is unknown.
-    """
-    import tempfile
-
-    from ccmod.outputs.base import RunContext
-    from ccmod.outputs.parquet import ParquetSink
-    from ccmod.outputs.rundata import load_run
-
-    bg = float((getattr(result, "options", None) or {}).get("background") or 0.0)
-    if network is None:
-        network = rebuild_network(getattr(result, "network", None))
-        if network is not None and bg:
-            network.set_background(bg)
-    if node_of_rank is None and getattr(result, "ranks", None) is not None \
-            and "node" in result.ranks.columns:
-        node_of_rank = result.ranks["node"].to_numpy()
-    with tempfile.TemporaryDirectory(prefix="ccmod-knee-") as tmp:
-        sink = ParquetSink(out_dir=tmp)
-        sink.open(RunContext(network=network, workload=None, node_of_rank=node_of_rank))
-        sink.close(result)
-        data = load_run(tmp)           # read fully into memory before the folder goes
-    data.run_dir = Path("<in-memory run>")
-    data.summary["background_level"] = bg
-    return data
-
-
-def resolve_knee_runs(run_dir, main_data, background_levels, knee_runs=None,
-                      network=None) -> list:
-    """``[(level, RunData)]`` for the requested background levels.
+def resolve_knee_runs(run_dir, main, background_levels, knee_runs=None) -> list:
+    """``[(level, RunResult)]`` for the requested background levels.
 
     ``background_levels`` is a sequence of fractions, or a mapping level → run (a run
-    directory, a ``RunResult`` or a ``RunData``). A level without an explicit run comes
-    from ``knee_runs[level]``, else the conventional ``RUN_DIR/background-<level>/``, else
-    the main run itself when its background equals the level. ``network`` (a Network)
-    is used for ``RunResult`` values (else rebuilt from ``result.network``).
+    directory or a ``RunResult``). A level without an explicit run comes from
+    ``knee_runs[level]``, else the conventional ``RUN_DIR/background-<level>/``, else the
+    main run itself when its background equals the level.
     """
-    from ccmod.outputs.rundata import RunData, load_run
+    from ccmod.outputs.parquet import load_result
     given = {}
     if isinstance(background_levels, dict):
         given = {float(k): v for k, v in background_levels.items()}
@@ -182,50 +157,16 @@ def resolve_knee_runs(run_dir, main_data, background_levels, knee_runs=None,
                                   source="--background-levels")
         run = given.get(level)
         if run is None:
-            conv = Path(run_dir) / knee_dirname(level)
-            if conv.is_dir():
+            conv = Path(run_dir) / knee_dirname(level) if run_dir is not None else None
+            if conv is not None and conv.is_dir():
                 run = conv
-            elif abs(main_data.background_level - level) < 1e-12:
-                out.append((level, main_data))
+            elif abs(main.background_level - level) < 1e-12:
+                out.append((level, main))
                 continue
         if run is None:
+            where = Path(run_dir or "RUN_DIR") / knee_dirname(level)
             raise CcmodInputError(
                 f"no run for background level {level:g}", source="--background-levels",
-                hint=f"write one with 'ccmod run TRACE --background {level:g} --sink parquet "
-                     f"--out {Path(run_dir) / knee_dirname(level)}' (or pass knee_runs)")
-        if isinstance(run, RunData):
-            out.append((level, run))
-        elif isinstance(run, (str, Path)):
-            out.append((level, load_run(run)))
-        else:
-            out.append((level, rundata_from_result(run, network=network)))
+                hint=f"write one with 'ccmod run TRACE --background {level:g} --out {where}'")
+        out.append((level, load_result(run) if isinstance(run, (str, Path)) else run))
     return out
-
-
-def knee_figure(series: list[KneeSeries]):
-    """Two panels: packets/s over time per level, and against contention (the knee)."""
-    from ccmod.outputs.figures import _figure, time_unit
-    fig = _figure(11, 3.8)
-    ax1, ax2 = fig.subplots(1, 2)
-    palette = ("#4C72B0", "#C44E52", "#55A868", "#DD8452", "#8172B3", "#937860")
-    t_max = max(s.makespan_s for s in series)
-    div, unit = time_unit(t_max)
-    for i, s in enumerate(series):
-        c = palette[i % len(palette)]
-        lbl = f"background {s.level:.0%}"
-        ax1.plot(s.t_s / div, s.pps, color=c, lw=1, label=lbl)
-        ax2.plot(s.active, s.active_pps, "o-", color=c, ms=4, label=lbl)
-        if np.isfinite(s.capacity_pps):
-            eff = s.capacity_pps * (1 - s.level)
-            ax2.axhline(eff, color=c, ls=":", lw=0.8)
-    ax2.set_ylim(bottom=0)
-    ax2.set_xlim(left=0)
-    ax1.set_xlabel(f"time ({unit})")
-    ax1.set_ylabel("packets/s")
-    ax1.set_title(f"Throughput of the most loaded link ({series[0].link})", fontsize=9)
-    ax2.set_xlabel("contention (messages sharing the link)")
-    ax2.set_ylabel("mean packets/s")
-    ax2.set_title("Knee capacity (dotted: capacity left by the background)", fontsize=9)
-    ax1.legend(fontsize=7)
-    ax2.legend(fontsize=7)
-    return fig

@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.atomic import atomic_path, atomic_write_text
-from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_OVERHEAD, STATE_RECV,
-                                STATE_SEND, STATE_WAIT, Sink)
-from ccmod.outputs.common import (MESSAGE_COLUMNS, RANK_STATE_COLUMNS, STATE_IDLE, ChunkBuffer,
-                            fill_from_result, fill_idle, infer_nranks, resolve_out_dir,
-                            sanitize_states, seconds_to_ns)
+from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_IDLE, STATE_OVERHEAD,
+                                STATE_RECV, STATE_SEND, STATE_WAIT, Sink)
+from ccmod.outputs.intervals import fill_idle, sanitize_states
+from ccmod.outputs.sinkdata import message_arrays, nodes_of, state_arrays
 from ccmod.outputs.registry import SINKS
+from ccmod.outputs.timebase import seconds_to_ns
 
 #: ccmod state code → (Paraver state value, label, RGB)
 PRV_STATES = {
@@ -72,39 +72,23 @@ class ParaverSink(Sink):
     files = "trace.prv, trace.pcf, trace.row"
 
     def __init__(self, out_dir=None, prefix: str = "trace"):
-        self.out_dir = out_dir
+        super().__init__(out_dir)
         self.prefix = prefix
 
-    def open(self, ctx) -> None:
-        self.ctx = ctx
-        self.dir = resolve_out_dir(self.name, self.out_dir, ctx)
-        self._msgs = ChunkBuffer(MESSAGE_COLUMNS, "messages")
-        self._states = ChunkBuffer(RANK_STATE_COLUMNS, "rank_states")
-
-    def on_messages(self, batch):
-        self._msgs.add(batch)
-
-    def on_rank_states(self, batch):
-        self._states.add(batch)
-
-    def close(self, result) -> None:
-        fill_from_result(result, (("messages", self._msgs), ("rank_states", self._states)))
-        m = self._msgs.concat({"src": np.int64, "dst": np.int64, "nbytes": np.int64,
-                               "tag": np.int64})
-        s = self._states.concat({"rank": np.int64, "state": np.int64})
-        nranks = infer_nranks(self.ctx, result, m["src"], m["dst"], s["rank"])
-        nodes = getattr(self.ctx, "node_of_rank", None)
-        nodes = (np.asarray(nodes, np.int64)[:nranks] if nodes is not None
-                 and len(nodes) >= nranks else np.arange(nranks, dtype=np.int64))
-        makespan = float(getattr(result, "makespan_s", 0.0) or 0.0)
+    def write(self, result, ctx=None) -> None:
+        d = self.directory(ctx)
+        m = message_arrays(result)
+        s = state_arrays(result)
+        nranks = result.nranks
+        makespan = float(result.makespan_s or 0.0)
         t_end = max([makespan] + [float(a.max()) for a in (s["t_end_s"], m["t_end_s"])
                                   if len(a)])
-        layout = _Layout(nodes)
-        with atomic_path(self.dir / f"{self.prefix}.prv") as tmp, \
+        layout = _Layout(nodes_of(result))
+        with atomic_path(d / f"{self.prefix}.prv") as tmp, \
                 open(tmp, "w", encoding="ascii") as fh:
             _write_prv(fh, layout, s, m, nranks, t_end)
-        atomic_write_text(self.dir / f"{self.prefix}.pcf", pcf_text())
-        atomic_write_text(self.dir / f"{self.prefix}.row", layout.row_text())
+        atomic_write_text(d / f"{self.prefix}.pcf", pcf_text())
+        atomic_write_text(d / f"{self.prefix}.row", layout.row_text())
 
 
 class _Layout:

@@ -15,7 +15,7 @@ ns resolution):
   (by start time) is drawn and ``metadata.flows_sampled`` says so;
 * a process ``network`` (``pid = nranks + 1``) with two counter tracks per busiest link
   (``counters`` links ranked by time-averaged contention): ``<link> contention`` (active
-  messages) and ``<link> utilisation`` (fraction of capacity, see ``outputs.linkutil``).
+  messages) and ``<link> utilisation`` (fraction of capacity, see ``ccmod.linkrate``).
 
 :func:`validate_trace` is the structural checker used by the tests.
 """
@@ -30,13 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.atomic import atomic_path
-from ccmod.outputs.base import Sink
-from ccmod.outputs.common import (ALL_STATE_NAMES, LINK_LOAD_COLUMNS, MESSAGE_COLUMNS,
-                            RANK_STATE_COLUMNS, ChunkBuffer, fill_from_result, fill_idle,
-                            infer_nranks, resolve_out_dir, resource_names, sanitize_states,
-                            seconds_to_ns)
-from ccmod.outputs.linkutil import RateProfile, capacity_of, message_resource_intervals
+from ccmod.outputs.base import ALL_STATE_NAMES, Sink
+from ccmod.outputs.intervals import fill_idle, sanitize_states
 from ccmod.outputs.registry import SINKS
+from ccmod.outputs.sinkdata import (load_arrays, message_arrays, nodes_of, resource_names,
+                                    state_arrays)
+from ccmod.outputs.timebase import seconds_to_ns
 
 
 def _ts(ns: int) -> str:
@@ -67,45 +66,27 @@ class PerfettoSink(Sink):
 
     def __init__(self, out_dir=None, file: str = "trace.json", max_flows: int = 200_000,
                  counters: int = 8):
-        self.out_dir = out_dir
+        super().__init__(out_dir)
         self.file = file
         self.max_flows = int(max_flows)
         self.counters = int(counters)
 
-    def open(self, ctx) -> None:
-        self.ctx = ctx
-        self.dir = resolve_out_dir(self.name, self.out_dir, ctx)
-        self.network = getattr(ctx, "network", None)
-        self._msgs = ChunkBuffer(MESSAGE_COLUMNS, "messages")
-        self._states = ChunkBuffer(RANK_STATE_COLUMNS, "rank_states")
-        self._load = ChunkBuffer(LINK_LOAD_COLUMNS, "link_load")
-
-    def on_messages(self, batch):
-        self._msgs.add(batch)
-
-    def on_rank_states(self, batch):
-        self._states.add(batch)
-
-    def on_link_load(self, batch):
-        self._load.add(batch)
-
-    def close(self, result) -> None:
-        fill_from_result(result, (("messages", self._msgs), ("rank_states", self._states),
-                                  ("link_load", self._load)))
-        with atomic_path(self.dir / self.file) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+    def write(self, result, ctx=None) -> None:
+        d = self.directory(ctx)
+        with atomic_path(d / self.file) as tmp, open(tmp, "w", encoding="utf-8") as fh:
             self._write(fh, result)
 
     # ------------------------------------------------------------------ writing
     def _write(self, fh, result) -> None:
-        m = self._msgs.concat({"src": np.int64, "dst": np.int64, "msg_id": np.int64})
-        s = self._states.concat({"rank": np.int64, "state": np.int64})
-        ld = self._load.concat({"resource": np.int64, "active": np.int64})
-        nranks = infer_nranks(self.ctx, result, m["src"], m["dst"], s["rank"])
-        makespan = float(getattr(result, "makespan_s", 0.0) or 0.0)
+        m = message_arrays(result)
+        s = state_arrays(result)
+        ld = load_arrays(result)
+        nranks = result.nranks
+        makespan = float(result.makespan_s or 0.0)
         t_end = max([makespan] + [float(a.max()) for a in (s["t_end_s"], m["t_end_s"],
                                                            ld["t_end_s"]) if len(a)])
         end_ns = int(seconds_to_ns(t_end))
-        nodes = getattr(self.ctx, "node_of_rank", None)
+        nodes = nodes_of(result)
 
         w = fh.write
         w('{"displayTimeUnit":"ns","traceEvents":[\n')
@@ -167,7 +148,7 @@ class PerfettoSink(Sink):
             emit(lines)
 
         # --- link counters -------------------------------------------------------------
-        chosen = self._write_counters(emit, ld, m, nranks, end_ns)
+        chosen = self._write_counters(emit, ld, result, nranks)
 
         w("\n],\n")
         md = {"tool": "ccmod", "ranks": nranks, "messages": int(len(m["src"])),
@@ -175,7 +156,7 @@ class PerfettoSink(Sink):
               "counter_links": chosen, "makespan_s": makespan}
         w('"metadata":' + json.dumps(md) + "}\n")
 
-    def _write_counters(self, emit, ld, m, nranks: int, end_ns: int) -> list[str]:
+    def _write_counters(self, emit, ld, result, nranks: int) -> list[str]:
         if self.counters <= 0 or len(ld["resource"]) == 0:
             return []
         res = ld["resource"]
@@ -186,15 +167,7 @@ class PerfettoSink(Sink):
         cand = np.nonzero(weight > 0)[0]
         order = np.lexsort((cand, -peak[cand], -weight[cand]))
         chosen = cand[order][: self.counters]
-        names = resource_names(self.network, chosen)
-        util = None
-        nodes = getattr(self.ctx, "node_of_rank", None)
-        if self.network is not None and nodes is not None and len(m["src"]):
-            _, r_, a_, b_, rate = message_resource_intervals(
-                m["src"], m["dst"], m["nbytes"], m["t_start_s"], m["t_end_s"], self.network,
-                nodes)
-            keep = np.isin(r_, chosen)
-            util = RateProfile(r_[keep], a_[keep], b_[keep], rate[keep])
+        names = resource_names(result, chosen)
         pid = nranks + 1
         lines = [f'{{"ph":"M","name":"process_name","pid":{pid},"tid":1,'
                  f'"args":{{"name":"network"}}}}',
@@ -207,13 +180,9 @@ class PerfettoSink(Sink):
             b = seconds_to_ns(ld["t_end_s"][sel])
             act = ld["active"][sel].astype(np.int64)
             u = None
-            if util is not None:
-                cap = capacity_of(self.network, np.full(len(sel), res_id))
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    u = util.mean_rate(np.full(len(sel), res_id), ld["t_start_s"][sel],
-                                       ld["t_end_s"][sel]) / cap
-                room = np.clip(1.0 - ld["background"][sel], 0.0, 1.0)
-                u = np.clip(np.where(np.isfinite(u), u, 0.0), 0.0, room)
+            if ld.get("utilisation") is not None:
+                u = ld["utilisation"][sel]
+                u = np.clip(np.where(np.isfinite(u), u, 0.0), 0.0, 1.0)
             # a value at each interval start; back to 0 where the next does not follow on
             nxt = np.r_[a[1:], -1]
             gap = nxt != b

@@ -1,44 +1,38 @@
-"""One self-contained HTML report of a run directory (``ccmod report RUN_DIR -o FILE``).
+"""The HTML report: one self-contained interactive file built from an in-memory RunResult.
 
-The report embeds every figure (base64 PNG, and the space-time diagram also as inline
-SVG), uses no script and no external resource, and escapes every trace-supplied name.
-Sections: summary, space-time diagram, link load (heatmaps + busiest-links table), knee
-capacity, time per rank, communication matrix, message slowdown. Large runs are
-aggregated before plotting (see :mod:`outputs.figures`) and the report says how.
+:func:`build_report` takes a :class:`ccmod.result.RunResult` (``ccmod run --report``) or a
+run directory (``ccmod report DIR``, loaded with :func:`ccmod.outputs.parquet.load_result`
+into the same RunResult) and writes ``report.html``: Bokeh figures with their JavaScript
+inlined (works offline, from a file:// URL, no remote reference), tables in plain HTML.
+Why Bokeh, and how the space-time diagram switches levels of detail:
+:mod:`ccmod.outputs.interactive`. :func:`write_static` draws the same figures once each
+with matplotlib as PNG and SVG (``ccmod report --static``).
 
-Knee capacity with background load: pass ``background_levels`` (e.g. ``[0, 0.3]``); the
-run of each level is taken from ``knee_runs[level]``, else ``RUN_DIR/background-<level>/``
-(:func:`outputs.knee.knee_dirname`), else the main run when its background equals the
-level. ``ccmod run --report DIR --background-levels 0,0.3`` is expected to run the
-engine once per level with the parquet sink into those sub-directories, then call
-:func:`build_report`.
+Knee capacity at several background levels: ``background_levels`` maps each level to its
+run (a RunResult or a run directory); plain levels are found in ``RUN_DIR/background-<L>/``
+(what ``ccmod run --report DIR --background-levels`` writes next to the main run).
 """
 from __future__ import annotations
 
 import html
+import math
+import re
 from pathlib import Path
 
 from ccmod.atomic import atomic_write_text
-from ccmod.outputs.figures import (comm_matrix_figure, detail_window, link_heatmap_figure,
-                             rank_breakdown_figure, slowdown_figure, space_time_figure,
-                             to_png_b64, to_svg)
-from ccmod.outputs.knee import knee_figure, knee_series, resolve_knee_runs
-from ccmod.outputs.rundata import RunData, load_run
+from ccmod.outputs.knee import knee_series, knee_verdict, resolve_knee_runs
 from ccmod.units import fmt_bytes, fmt_num, fmt_pct, fmt_s
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;
-max-width:1150px;padding:0 1.2em 3em;color:#222;line-height:1.4}
-h1{font-size:1.5em;margin:.8em 0 .2em}h2{font-size:1.2em;margin-top:1.8em;
+max-width:1200px;padding:0 1.2em 3em;color:#222;line-height:1.4}
+h1{font-size:1.45em;margin:.8em 0 .2em}h2{font-size:1.2em;margin-top:1.8em;
 border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;font-size:.86em;margin:.6em 0}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left}
-td:first-child{white-space:nowrap}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}th{background:#f4f4f4}
-figure{margin:.6em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption,.note{font-size:.85em;color:#555}details{margin:.4em 0}
-.svgbox svg{max-width:100%;height:auto}ul.notes{font-size:.88em;color:#444}
-nav a{margin-right:1em;font-size:.9em}
+.note{font-size:.85em;color:#555}ul.notes{font-size:.88em;color:#444}
+nav a{margin-right:1em;font-size:.9em}.row{display:flex;flex-wrap:wrap;gap:1.5em}
 """
 
 
@@ -49,239 +43,296 @@ def _esc(x) -> str:
 
 def _table(headers, rows, numeric=()) -> str:
     head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
-    body = []
-    for r in rows:
-        cells = "".join(f'<td class="n">{_esc(v)}</td>' if i in numeric else f"<td>{_esc(v)}</td>"
-                        for i, v in enumerate(r))
-        body.append(f"<tr>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _img(fig, alt: str, caption: str = "") -> str:
-    b64 = to_png_b64(fig)
-    cap = f"<figcaption>{_esc(caption)}</figcaption>" if caption else ""
-    return (f'<figure><img alt="{_esc(alt)}" src="data:image/png;base64,{b64}">{cap}'
-            f"</figure>")
+    body = "".join("<tr>" + "".join(
+        f'<td class="n">{_esc(v)}</td>' if i in numeric else f"<td>{_esc(v)}</td>"
+        for i, v in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 # ----------------------------------------------------------------------------- sections
-def _summary_section(data: RunData, extra: dict) -> str:
-    s = data.summary
-    net = s.get("network") or {}
-    net_txt = net.get("name", "?") if isinstance(net, dict) else str(net)
+def network_text(result) -> str:
+    net = result.network or {}
+    txt = str(net.get("name", "?")) if isinstance(net, dict) else str(net)
     if isinstance(net, dict) and net.get("params"):
-        net_txt += " (" + ", ".join(f"{k}={v}" for k, v in net["params"].items()) + ")"
+        txt += " (" + ", ".join(f"{k}={v}" for k, v in net["params"].items()) + ")"
+    return txt
+
+
+def _summary(result, sd: dict) -> str:
+    s = result.summary()
     busiest = s.get("busiest_link") or {}
     rows = [
-        ("Makespan (predicted run time)", fmt_s(data.makespan_s)),
-        ("Ranks", fmt_num(data.nranks)),
-        ("Messages", fmt_num(s.get("messages", len(data.messages)))),
-        ("Bytes sent", fmt_bytes(s.get("bytes", float(data.messages["nbytes"].sum())
-                                        if len(data.messages) else 0))),
-        ("Trace records", fmt_num(s.get("records"))),
-        ("Engine events", fmt_num(s.get("events"))),
-        ("Engine wall time", fmt_s(s.get("wall_s"))),
-        ("Network", net_txt),
-        ("Bandwidth sharing", s.get("sharing", "–")),
-        ("Send mode", s.get("send_mode", "–")),
-        ("Background load", fmt_pct(data.background_level)),
-        ("Packet size", f"{data.packet_size} B"
-         + (" (default)" if s.get("packet_size_source") == "default" else "")),
+        ("Trace", result.options.get("trace", "–")),
+        ("Makespan (predicted run time)", fmt_s(result.makespan_s)),
+        ("Ranks", fmt_num(result.nranks)),
+        ("Messages", fmt_num(s["messages"])), ("Bytes sent", fmt_bytes(s["bytes"])),
+        ("Trace records", fmt_num(s["records"])), ("Engine events", fmt_num(s["events"])),
+        ("Engine wall time", fmt_s(s["wall_s"])), ("Network", network_text(result)),
+        ("Bandwidth sharing", result.sharing), ("Send mode", result.send_mode),
+        ("Background load", fmt_pct(result.background_level)),
+        ("Packet size", f"{result.packet_size} B" + (
+            " (default)" if result.meta.get("packet_size_source") == "default" else "")),
         ("Busiest link (peak contention)",
          f"{busiest.get('name')} — peak {busiest.get('peak_active')}, mean "
          f"{fmt_num(busiest.get('mean_active'), 3)}" if busiest else "–"),
     ]
-    if "median" in extra:
+    if "median" in sd:
         rows.append(("Message slowdown (median / p90 / max)",
-                     f"{extra['median']:.3g} / {extra['p90']:.3g} / {extra['max']:.3g}"))
-    return '<h2 id="summary">Summary</h2>' + _table(("quantity", "value"), rows)
+                     f"{sd['median']:.3g} / {sd['p90']:.3g} / {sd['max']:.3g}"))
+    out = '<h2 id="summary">Summary</h2>' + _table(("quantity", "value"), rows)
+    out += _measured(result)
+    return out
 
 
-def _links_table(data: RunData, top: int = 15) -> str:
-    links = data.links
+def _measured(result) -> str:
+    """Measured values of the traced run beside the prediction (when the trace has them)."""
+    meas = result.measured
+    if not meas:
+        return ""
+    rows = []
+    for key, val in meas.items():
+        pred = result.makespan_s if key in ("makespan_s", "wall_s", "time_s") else None
+        err = (f"{(pred - float(val)) / float(val):+.1%}" if pred is not None and
+               isinstance(val, (int, float)) and val else "–")
+        rows.append((key, fmt_num(val, 6), fmt_num(pred, 6) if pred is not None else "–", err))
+    return ('<h3 id="measured">Measured vs predicted</h3>'
+            + _table(("quantity", "measured", "predicted", "error"), rows, numeric={1, 2, 3}))
+
+
+def _links_table(result, top: int = 15) -> str:
+    links = result.links
     if links is None or len(links) == 0:
-        return '<p class="note">No link statistics (links.parquet missing or empty).</p>'
-    df = links.copy()
-    keys = [c for c in ("peak_active", "bytes") if c in df.columns]
-    if keys:
-        df = df.sort_values(keys + ["resource"], ascending=[False] * len(keys) + [True],
-                            kind="mergesort")
-    df = df.head(top)
-    ms = data.makespan_s
+        return '<p class="note">No link statistics (no message used the network).</p>'
+    df = links.sort_values(["peak_active", "bytes", "resource"],
+                           ascending=[False, False, True], kind="mergesort").head(top)
+    ms = result.makespan_s
     rows = []
     for r in df.to_dict("records"):
-        cap = r.get("capacity_Bps", float("nan"))
-        um = r.get("utilisation_mean", float("nan"))
-        pps = um * cap / data.packet_size if cap == cap and um == um else float("nan")
-        rows.append((r.get("name", f"r{r.get('resource')}"), fmt_num(r.get("messages")),
-                     fmt_bytes(r.get("bytes")), fmt_num(r.get("peak_active")),
-                     fmt_num(r.get("mean_active"), 3),
-                     fmt_pct(r["busy_s"] / ms) if "busy_s" in r and ms > 0 else "–",
-                     fmt_pct(um), fmt_pct(r.get("utilisation_peak", float("nan"))),
-                     fmt_num(pps, 4), fmt_num(r.get("background"), 3)))
+        cap, um = r.get("capacity_Bps", math.nan), r.get("utilisation_mean", math.nan)
+        pps = um * cap / result.packet_size if cap == cap and um == um else math.nan
+        rows.append((r["name"], fmt_num(r["messages"]), fmt_bytes(r["bytes"]),
+                     fmt_num(r["peak_active"]), fmt_num(r["mean_active"], 3),
+                     fmt_pct(r["busy_s"] / ms) if ms > 0 else "–", fmt_pct(um),
+                     fmt_pct(r.get("utilisation_peak", math.nan)), fmt_num(pps, 4),
+                     fmt_num(r.get("background"), 3)))
     hdr = ("link", "messages", "bytes", "peak contention", "mean contention", "busy",
            "mean utilisation", "peak utilisation", "mean packets/s", "background")
     return (f"<h3>Busiest links (top {len(rows)} of {len(links)}, by peak contention then "
             f"bytes)</h3>" + _table(hdr, rows, numeric=set(range(1, len(hdr)))))
 
 
-def _knee_section(data: RunData, run_dir, background_levels, knee_runs, network) -> str:
-    out = ['<h2 id="knee">Knee capacity</h2>']
-    runs = [(data.background_level, data)]
+def knee_runs_series(result, run_dir, background_levels, knee_runs):
+    """Knee series of every level on the same link (the first run's choice)."""
+    runs = [(result.background_level, result)]
     if background_levels:
-        runs = resolve_knee_runs(run_dir, data, background_levels, knee_runs, network)
-    series = []
-    first_res = None
-    missing = []
-    for level, d in runs:
-        s = knee_series(d, resource=first_res)
-        if s is None and first_res is not None:
-            s = knee_series(d)  # the link is absent from this run: use its own busiest
+        runs = resolve_knee_runs(run_dir, result, background_levels, knee_runs)
+    series, missing, first = [], [], None
+    for level, r in runs:
+        s = knee_series(r, resource=first)
+        if s is None and first is not None:
+            s = knee_series(r)
         if s is None:
             missing.append(level)
             continue
         s.level = float(level)
-        first_res = s.resource if first_res is None else first_res
+        first = s.resource if first is None else first
         series.append(s)
+    return series, missing
+
+
+def _knee_section(series, missing, x_range, models) -> str:
+    from ccmod.outputs.interactive import knee_plots
+    out = ['<h2 id="knee">Knee capacity</h2>']
     if not series:
-        out.append('<p class="note">Not available: the run has no link load with '
-                   "utilisation (record link load with the parquet sink and a network with "
-                   "known capacities).</p>")
+        out.append('<p class="note">No knee to show: no link ever carried two messages at '
+                   "once (or link load was not recorded), so a link's throughput is that of "
+                   "one message at a time.</p>")
         return "".join(out)
-    out.append(_img(knee_figure(series), "knee capacity",
-                    "Throughput in packets/s of the most loaded link; right: mean "
-                    "throughput against the number of messages sharing the link."))
+    out.append(f'<p>{_esc(knee_verdict(series[0]))}</p>')
+    models["knee"] = knee_plots(series, x_range)
+    out.append("{{knee}}")
     rows = [(f"{s.level:.0%}", s.link, fmt_s(s.makespan_s), fmt_num(s.mean_pps),
              fmt_num(s.peak_pps), fmt_num(s.capacity_pps),
              fmt_num(s.capacity_pps * (1 - s.level))) for s in series]
     out.append(_table(("background", "link", "makespan", "mean packets/s", "peak packets/s",
                        "capacity packets/s", "left by background"), rows,
                       numeric={2, 3, 4, 5, 6}))
-    if missing and series:
-        out.append('<p class="note">No link utilisation for background '
-                   + ", ".join(f"{lv:.0%}" for lv in missing)
-                   + " (link load not recorded, or the network could not be rebuilt).</p>")
+    if missing:
+        out.append('<p class="note">No link load for background '
+                   + ", ".join(f"{lv:.0%}" for lv in missing) + ".</p>")
     return "".join(out)
 
 
-def build_report(run_dir, out_html, background_levels=None, knee_runs=None,
-                 max_lines: int = 2000, title: str | None = None, network=None) -> Path:
-    """Write the HTML report of ``run_dir`` (a directory written by the parquet sink).
+def report_title(result) -> str:
+    """"ccmod: TRACE on NETWORK" (the network's parameters are in the summary)."""
+    net = result.network or {}
+    name = net.get("name", "?") if isinstance(net, dict) else str(net)
+    return f"ccmod: {result.trace_name} on {name}"
+
+
+def build_report(run, out_html, background_levels=None, knee_runs=None,
+                 max_lines: int = 2000, title: str | None = None, run_dir=None,
+                 visible_detail: int | None = None) -> Path:
+    """Write the interactive HTML report of a run.
 
     Parameters
     ----------
-    run_dir : path
-        Run directory (messages.parquet, rank_states.parquet, link_load.parquet,
-        ranks.parquet, links.parquet, run.json).
+    run : RunResult or path
+        The in-memory result, or a run directory written by the parquet sink.
     out_html : path
         Output file, written atomically.
     background_levels : sequence of float, or mapping float → run, optional
-        Background levels of the knee figure (see the module doc for where their runs
-        are found); a mapping gives each level's run directly (a run directory, a
-        ``RunResult`` or a ``RunData``). Default: only the run itself.
+        Levels of the knee figure (module doc); default: only the run itself.
     knee_runs : mapping float → path, optional
         Explicit run directory per background level.
     max_lines : int
-        Most message lines drawn in the space-time diagram.
+        Message lines drawn in the aggregated view of the space-time diagram.
     title : str, optional
-    network : netsys.base.Network, optional
-        Network of ``RunResult`` knee runs (link routes and capacities for utilisation);
-        rebuilt from ``RunResult.network`` when omitted.
+        Default: "ccmod: TRACE on NETWORK".
+    run_dir : path, optional
+        Where the background-level runs are (default: ``run`` when it is a directory).
+    visible_detail : int, optional
+        Intervals visible at once before the space-time diagram switches to full detail
+        (default :data:`ccmod.outputs.interactive.VISIBLE_DETAIL`).
 
     Returns
     -------
     Path of the written file.
     """
-    data = load_run(run_dir)
-    notes = list(data.notes)
+    from bokeh.embed import components
+    from bokeh.resources import Resources
+
+    from ccmod.outputs import interactive as ia
+    from ccmod.outputs.parquet import load_result
+    if isinstance(run, (str, Path)):
+        run_dir = Path(run)
+        result = load_result(run_dir)
+    else:
+        result = run
+    models: dict = {}
+    notes: list[str] = []
     parts: list[str] = []
 
-    fig, st = space_time_figure(data, max_lines=max_lines)
-    if st["rank_group"] > 1:
-        notes.append(f"Space-time diagram: {st['ranks']:,} ranks drawn as "
-                     f"{-(-st['ranks'] // st['rank_group'])} rows of {st['rank_group']} "
-                     "consecutive ranks.")
-    if st["lines"] < st["messages"]:
-        notes.append(f"Space-time diagram: {st['lines']:,} of {st['messages']:,} messages "
-                     "drawn as lines (evenly spaced in start-time order).")
+    st_layout, x_range, st = ia.space_time(
+        result, max_lines=max_lines, visible_detail=visible_detail or ia.VISIBLE_DETAIL)
+    models["legend"] = ia.state_legend()
+    models["spacetime"] = st_layout
     if not st["states"]:
         notes.append("No rank states were recorded (run with recording on): the space-time "
                      "diagram shows only the messages.")
-    notes.append("Space-time diagram: states are rasterised per pixel column; each pixel "
-                 "shows the state that took most of its time (of all ranks in the row).")
-    parts.append('<h2 id="spacetime">Space-time diagram</h2>')
-    parts.append(_img(fig, "space-time diagram",
-                      "One row per rank: compute, send, recv, wait, barrier, idle; a line per "
-                      "message from its sender (transfer start) to its receiver (end)."))
-    parts.append('<details><summary>SVG version</summary><div class="svgbox">'
-                 f"{to_svg(fig)}</div></details>")
-    win = detail_window(data)
-    if win is not None:
-        zfig, zinfo = space_time_figure(data, max_lines=max_lines, window=win)
-        parts.append(_img(zfig, "space-time diagram detail",
-                          f"Close-up on {zinfo['lines']:,} messages around the middle of the "
-                          "run (every message starting in the window is drawn, up to the "
-                          "line limit)."))
+    notes.append("All time axes are linked: zoom (mouse wheel, box zoom) or pan one and the "
+                 "others follow; the per-rank bars then count only the visible window.")
+    parts += ['<h2 id="spacetime">Space-time diagram</h2>',
+              '<p class="note">One row per rank: compute, send, recv, wait, barrier, idle; a '
+              "line per message from its sender (transfer start) to its receiver (end).</p>",
+              "{{legend}}", "{{spacetime}}"]
 
     parts.append('<h2 id="links">Link load</h2>')
-    hfig, hinfo = link_heatmap_figure(data)
-    if hfig is None:
+    heat, hinfo = ia.link_heatmap(result, x_range)
+    if heat is None:
         parts.append('<p class="note">No link load recorded (only intra-node messages, or '
                      "recording was off).</p>")
     else:
+        models["heatmap"] = heat
+        parts.append("{{heatmap}}")
         if hinfo["links_shown"] < hinfo["links_total"]:
             notes.append(f"Link-load heatmap: the {hinfo['links_shown']} busiest of "
                          f"{hinfo['links_total']} loaded links (time-averaged contention).")
-        parts.append(_img(hfig, "link load heatmap",
-                          "Peak contention and utilisation in each time bin of the busiest "
-                          "links."))
-    parts.append(_links_table(data))
+    parts.append(_links_table(result))
     notes.append("Utilisation spreads each message's bytes uniformly over its transfer "
                  "interval on every link of its route (background excluded).")
 
-    parts.append(_knee_section(data, run_dir, background_levels, knee_runs, network))
-    if data.summary.get("packet_size_source") == "default":
-        notes.append(f"Packets/s use a default packet size of {data.packet_size} bytes "
-                     "(the network defines none).")
+    series, missing = knee_runs_series(result, run_dir, background_levels, knee_runs)
+    parts.append(_knee_section(series, missing, x_range, models))
 
     parts.append('<h2 id="ranks">Time per rank</h2>')
-    bfig, binfo = rank_breakdown_figure(data)
+    models["ranks"], binfo = ia.rank_bars(result, x_range)
+    parts.append("{{ranks}}")
     if binfo["rank_group"] > 1:
         notes.append(f"Time per rank: bars are means over groups of {binfo['rank_group']} "
                      "ranks.")
-    parts.append(_img(bfig, "time per rank", "Time each rank spent in each state."))
 
-    parts.append('<h2 id="matrix">Communication matrix</h2>')
-    cfig, cinfo = comm_matrix_figure(data)
-    parts.append(_img(cfig, "communication matrix", "Bytes sent from row rank to column rank "
-                      "(log colour scale; white: none)."))
-
-    parts.append('<h2 id="slowdown">Message slowdown</h2>')
-    sfig, sinfo = slowdown_figure(data)
-    parts.append(_img(sfig, "slowdown histogram",
-                      "Actual transfer time over the time the same message takes on a quiet "
-                      "network; 1 = no contention."))
+    parts.append('<h2 id="matrix">Communication matrix and message slowdown</h2>')
+    models["matrix"] = ia.comm_matrix(result)
+    models["slowdown"], sinfo = ia.slowdown_hist(result)
+    parts.append('<div class="row">{{matrix}}{{slowdown}}</div>')
     if "slowed" in sinfo:
         parts.append(f'<p class="note">{sinfo["slowed"]:.1%} of the messages were slowed by '
-                     "contention or background load.</p>")
+                     "contention or background load (slowdown = actual transfer time over "
+                     "the quiet-network time; 1 = no contention).</p>")
 
-    title = title or f"ccmod report: {Path(run_dir).resolve().name}"
+    # BokehJS core and widgets (the Divs), inlined: no CDN, works from file:// offline
+    _JS = Resources(mode="inline", components=["bokeh", "bokeh-widgets"])
+    script, divs = components(models)
+    # Bokeh's random ids made stable here (not in the inlined BokehJS: nothing to renumber)
+    marker = "\x00ccmod-split\x00"
+    script, *div_texts = stable_ids(marker.join([script] + list(divs.values()))).split(marker)
+    divs = dict(zip(divs.keys(), div_texts))
+    body = "".join(parts)
+    for key, div in divs.items():
+        body = body.replace("{{" + key + "}}", div)
+    title = title or report_title(result)
     nav = "".join(f'<a href="#{a}">{t}</a>' for a, t in (
         ("summary", "Summary"), ("spacetime", "Space-time"), ("links", "Link load"),
-        ("knee", "Knee capacity"), ("ranks", "Per rank"), ("matrix", "Matrix"),
-        ("slowdown", "Slowdown")))
-    doc = (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{_esc(title)}</title><meta name=\"viewport\" "
-        "content=\"width=device-width,initial-scale=1\">"
-        f"<style>{_CSS}</style></head><body>"
-        f"<h1>{_esc(title)}</h1><nav>{nav}</nav>"
-        + _summary_section(data, sinfo)
-        + "<h3>How to read this report</h3><ul class=\"notes\">"
-        + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>"
-        + "".join(parts)
-        + "<p class=\"note\">Generated by ccmod from "
-        + _esc(str(Path(run_dir))) + ".</p></body></html>\n")
+        ("knee", "Knee capacity"), ("ranks", "Per rank"), ("matrix", "Matrix")))
+    doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           f"<title>{_esc(title)}</title><meta name=\"viewport\" "
+           "content=\"width=device-width,initial-scale=1\">"
+           f"<style>{_CSS}</style>{_JS.render()}</head><body>"
+           f"<h1>{_esc(title)}</h1><nav>{nav}</nav>" + _summary(result, sinfo)
+           + "<h3>How to read this report</h3><ul class=\"notes\">"
+           + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>" + body
+           + f"<p class=\"note\">Generated by ccmod from {_esc(result.options.get('trace', ''))}"
+           + ".</p>" + script + "</body></html>\n")
     out = Path(out_html)
     atomic_write_text(out, doc)
     return out
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_MODEL_ID = re.compile(r'(?<=["\'])p\d{4,}(?=["\'])')
+
+
+def stable_ids(doc: str) -> str:
+    """Replace Bokeh's random document ids and per-process model ids by stable ones.
+
+    Same inputs must give the same bytes (project rule); Bokeh draws uuid4 document ids
+    and numbers models with a process-wide counter. Ids are renumbered in order of first
+    appearance.
+    """
+    uu: dict[str, str] = {}
+    doc = _UUID.sub(lambda m: uu.setdefault(
+        m.group(0), f"00000000-0000-4000-8000-{len(uu):012d}"), doc)
+    ids: dict[str, str] = {}
+    return _MODEL_ID.sub(lambda m: ids.setdefault(m.group(0), f"p{1000 + len(ids)}"), doc)
+
+
+def write_static(run, out_dir, formats=("png", "svg"), background_levels=None,
+                 knee_runs=None, run_dir=None) -> list[Path]:
+    """Draw each report figure once (matplotlib) and save it in every format asked for."""
+    from ccmod.atomic import ensure_dir
+    from ccmod.outputs import figures as fg
+    from ccmod.outputs.parquet import load_result
+    if isinstance(run, (str, Path)):
+        run_dir = Path(run)
+    result = load_result(run_dir) if isinstance(run, (str, Path)) else run
+    d = ensure_dir(Path(out_dir), "figure directory")
+    title = report_title(result)
+    figs = {"space_time": fg.space_time_figure(result)[0],
+            "link_load": fg.link_heatmap_figure(result)[0],
+            "time_per_rank": fg.rank_breakdown_figure(result)[0],
+            "comm_matrix": fg.comm_matrix_figure(result)[0],
+            "slowdown": fg.slowdown_figure(result)[0]}
+    series, _ = knee_runs_series(result, run_dir, background_levels, knee_runs)
+    if series:
+        figs["knee"] = fg.knee_figure(series)
+    written = []
+    for name, fig in figs.items():
+        if fig is None:
+            continue
+        fig.suptitle(title, fontsize=9)
+        for fmt in formats:
+            path = d / f"{name}.{fmt}"
+            fg.save(fig, path, fmt)
+            written.append(path)
+    return written

@@ -1,4 +1,4 @@
-"""Front-end of the output sinks: ``make_sinks`` and ``list_sinks``.
+"""Front-end of the output sinks: ``make_sinks``, ``write_all`` and ``list_sinks``.
 
 Built-in sinks register in :data:`outputs.registry.SINKS` where they are defined
 (third-party sinks come through the ``ccmod.sinks`` entry-point group).
@@ -85,3 +85,9 @@ def list_sinks() -> list[dict]:
         f = SINKS.get(r["name"]).factory
         rows.append({**r, "files": getattr(f, "files", ""), "parameters": r["params"]})
     return rows
+
+
+def write_all(sinks, result, ctx) -> None:
+    """Hand the finished result to every sink (each writes its files atomically)."""
+    for s in sinks:
+        s.write(result, ctx)

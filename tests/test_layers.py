@@ -8,7 +8,7 @@ plugin rooms ``ccmod.netsys``, ``ccmod.workloads`` and ``ccmod.outputs``. The ru
   sharing-rule names, the RunResult data type) imports nothing else of ccmod;
 - the rooms import the core and each other, never the engine or the front end (API, CLI,
   sweep, analytic);
-- the engine (compile, kernel, engine, handlers, collect) never imports ``ccmod.outputs``
+- the engine (compile, kernel, engine, handlers, collect, linkrate) never imports ``ccmod.outputs``
   nor the front end;
 - the graph between these groups has no circle.
 """
@@ -22,7 +22,8 @@ ROOMS = {"ccmod": "ccmod", "netsys": "ccmod.netsys", "workloads": "ccmod.workloa
 CORE = {"ccmod.errors", "ccmod.units", "ccmod.registry", "ccmod.options",
         "ccmod.codes", "ccmod.atomic", "ccmod.jsonio", "ccmod.progress", "ccmod.sharing",
         "ccmod.result", "ccmod.guard"}
-ENGINE = {"ccmod.compile", "ccmod.kernel", "ccmod.engine", "ccmod.handlers", "ccmod.collect"}
+ENGINE = {"ccmod.compile", "ccmod.kernel", "ccmod.engine", "ccmod.handlers", "ccmod.collect",
+          "ccmod.linkrate"}
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""Perfetto/Chrome trace JSON: structure of the sink's output and the validator (issue 5)."""
+"""Perfetto trace-event JSON of the perfetto sink, on real engine runs; the validator."""
 from __future__ import annotations
 
 import json
@@ -6,56 +6,55 @@ import json
 import pytest
 
 from ccmod.outputs.perfetto import validate_file, validate_trace
-from ccmod.outputs.sinks import make_sinks
-from ccmod.outputs.synthetic import synthetic_run, tiny_run
+from outputs_runs import stencil_result, tiny_result
 
 
-def _write(tmp_path, run, spec="perfetto"):
-    run.feed(make_sinks(spec, tmp_path), chunk=3)
+def _write(tmp_path, spec="perfetto", run=tiny_result):
+    run(sinks=[spec], out_dir=tmp_path)
     return json.loads((tmp_path / "trace.json").read_text())
 
 
 def test_tiny_trace_structure(tmp_path):
-    obj = _write(tmp_path, tiny_run())
+    obj = _write(tmp_path)
     assert validate_trace(obj) == []
     ev = obj["traceEvents"]
     xs = [e for e in ev if e["ph"] == "X"]
-    # 10 recorded states + 2 idle gaps (rank 1 after 5 µs, rank 2 in [3, 5] µs)
-    assert len(xs) == 12
+    # 8 recorded states + 1 idle (rank 1 after 4.5 µs; tests/outputs_runs.py)
+    assert len(xs) == 9
     assert sorted({e["pid"] for e in xs}) == [1, 2, 3]          # a process per rank
     assert {e["name"] for e in xs} == {"compute", "send", "recv", "wait", "idle"}
     starts = [e for e in ev if e["ph"] == "s"]
     ends = [e for e in ev if e["ph"] == "f"]
     assert len(starts) == len(ends) == 4
     assert all(e.get("bp") == "e" for e in ends)
-    # message 3 (rank 0 → rank 2, 5..8 µs): arrow from pid 1 to pid 3
-    s3 = next(e for e in starts if e["id"] == 3)
-    f3 = next(e for e in ends if e["id"] == 3)
-    assert (s3["pid"], f3["pid"]) == (1, 3)
-    assert 5.0 <= s3["ts"] <= 5.001 and 7.999 <= f3["ts"] <= 8.0
+    # the 3000 B message (rank 0 → rank 2, 4.5..7.5 µs): arrow from pid 1 to pid 3
+    big = next(e for e in starts if e["args"]["nbytes"] == 3000)
+    end = next(e for e in ends if e["id"] == big["id"])
+    assert (big["pid"], end["pid"]) == (1, 3)
+    assert 4.5 <= big["ts"] <= 4.501 and 7.499 <= end["ts"] <= 7.5
     names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
     assert {"rank 0 (node 0)", "network"} <= names
     counters = [e for e in ev if e["ph"] == "C"]
-    assert any(e["name"] == "node1-sw/down contention" and e["args"]["active"] == 2
+    assert any(e["name"] == "node1/down contention" and e["args"]["active"] == 2
                for e in counters)
-    util = [e["args"]["utilisation"] for e in counters if "utilisation" in e["args"]]
-    assert util and max(util) == pytest.approx(1.0)
+    util = {e["name"]: e["args"]["utilisation"] for e in counters
+            if "utilisation" in e["args"] and e["ts"] == 0}
+    assert util["node1/down utilisation"] == pytest.approx(1.0)
+    assert util["node2/up utilisation"] == pytest.approx(0.5)
     assert obj["metadata"]["flows_sampled"] is False
 
 
 def test_trace_is_reproducible_and_valid_on_larger_runs(tmp_path):
-    run = synthetic_run(12, 9, seed=5)
-    a = _write(tmp_path / "a", run)
-    b = (tmp_path / "b")
-    run.feed(make_sinks("perfetto", b), chunk=50)
-    assert (tmp_path / "a" / "trace.json").read_bytes() == (b / "trace.json").read_bytes()
+    a = _write(tmp_path / "a", run=stencil_result)
+    _write(tmp_path / "b", run=stencil_result)
+    assert (tmp_path / "a" / "trace.json").read_bytes() == \
+        (tmp_path / "b" / "trace.json").read_bytes()
     assert validate_trace(a) == []
-    assert validate_file(b / "trace.json") == []
+    assert validate_file(tmp_path / "b" / "trace.json") == []
 
 
 def test_flow_sampling(tmp_path):
-    run = synthetic_run(6, 10, seed=1)             # 60 messages
-    obj = _write(tmp_path, run, "perfetto:max_flows=7,counters=0")
+    obj = _write(tmp_path, "perfetto:max_flows=7,counters=0", run=stencil_result)
     assert validate_trace(obj) == []
     assert len([e for e in obj["traceEvents"] if e["ph"] == "s"]) == 7
     assert obj["metadata"]["flows_sampled"] is True
@@ -114,7 +113,7 @@ def test_validator_rejects_bad_top_level_and_json():
 
 
 def test_validator_catches_corrupted_sink_output(tmp_path):
-    obj = _write(tmp_path, tiny_run())
+    obj = _write(tmp_path)
     ev = obj["traceEvents"]
     # drop the end of one flow and stretch one state over its neighbour
     k = next(i for i, e in enumerate(ev) if e["ph"] == "f")

@@ -1,4 +1,4 @@
-"""Sinks on hand-made runs: parquet tables, debug trace, make_sinks, helpers (issue 5)."""
+"""Output sinks on real engine runs: Parquet tables, debug trace, sink specs, helpers."""
 from __future__ import annotations
 
 import json
@@ -10,153 +10,156 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccmod.errors import CcmodInputError
-from ccmod.outputs.base import Sink
-from ccmod.outputs.common import fill_idle, idle_gaps, sanitize_states
-from ccmod.outputs.linkutil import RateProfile, message_resource_intervals
+from ccmod.linkrate import RateProfile, route_intervals
+from ccmod.outputs.base import SIGNALS, RunContext, Sink
+from ccmod.outputs.intervals import fill_idle, idle_gaps, sanitize_states
+from ccmod.outputs.parquet import load_result
 from ccmod.outputs.raster import interval_coverage
 from ccmod.outputs.registry import SINKS
-from ccmod.outputs.sinks import list_sinks, make_sinks, split_spec
-from ccmod.outputs.synthetic import synthetic_run, tiny_run
-
-US = 1e-6
+from ccmod.outputs.sinks import list_sinks, make_sinks, split_spec, write_all
+from outputs_runs import US, tiny_result
 
 
-@pytest.fixture
-def tiny_dir(tmp_path):
-    run = tiny_run()
-    run.feed(make_sinks("parquet,debug", tmp_path), chunk=3)
-    return tmp_path, run
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny")
+    result = tiny_result(sinks=["parquet", "debug"], out_dir=d)
+    return d, result
 
 
 # ----------------------------------------------------------------------------- parquet
 def test_parquet_tables_columns_and_counts(tiny_dir):
-    d, run = tiny_dir
+    d, result = tiny_dir
     names = {p.name for p in d.iterdir()}
     assert {"messages.parquet", "rank_states.parquet", "link_load.parquet", "ranks.parquet",
-            "links.parquet", "run.json", "debug.txt"} <= names
-    assert not [n for n in names if n.endswith((".tmp", ".ccmod-tmp"))]  # temporaries renamed or removed
+            "links.parquet", "resources.parquet", "run.json", "debug.txt"} <= names
+    # temporaries renamed or removed
+    assert not [n for n in names if n.startswith(".") or n.endswith((".tmp", ".ccmod-tmp"))]
     m = pd.read_parquet(d / "messages.parquet")
     assert list(m.columns) == ["msg_id", "src", "dst", "tag", "nbytes", "t_post_s",
-                               "t_start_s", "t_end_s", "quiet_s", "slowdown", "bottleneck",
-                               "bottleneck_name", "hops"]
+                               "t_post_send_s", "t_post_recv_s", "t_start_s", "t_end_s",
+                               "quiet_s", "slowdown", "bottleneck", "bottleneck_name", "hops"]
     assert len(m) == 4
-    assert m["bottleneck_name"].tolist() == ["node0-sw/up", "node1-sw/down", "node1-sw/up",
-                                             "node0-sw/up"]
+    # the 3000 B message 0 → 2 ends bottlenecked on node0/up (first of its route)
+    big = m[m["nbytes"] == 3000].iloc[0]
+    assert big["bottleneck_name"] in ("node0/up", "node2/down")
     s = pd.read_parquet(d / "rank_states.parquet")
     assert list(s.columns) == ["rank", "state", "t_start_s", "t_end_s"]
-    # 10 recorded states + idle: rank 1 after it finished [5, 8] µs, rank 2 gap [3, 5] µs
-    assert len(s) == 12
-    idle = s[s["state"] == "idle"].sort_values("rank")
-    assert idle["rank"].tolist() == [1, 2]
-    assert np.allclose(idle["t_start_s"], [5 * US, 3 * US])
-    assert np.allclose(idle["t_end_s"], [8 * US, 5 * US])
+    # 8 recorded states + idle: rank 1 after its send ends [4.5, 7.5] µs
+    assert len(s) == 9
+    idle = s[s["state"] == "idle"]
+    assert idle["rank"].tolist() == [1]
+    assert np.allclose(idle["t_start_s"], [4.5 * US]) and np.allclose(idle["t_end_s"],
+                                                                       [7.5 * US])
     ld = pd.read_parquet(d / "link_load.parquet")
     assert list(ld.columns) == ["resource", "name", "t_start_s", "t_end_s", "active",
                                 "utilisation", "background"]
-    assert len(ld) == 9
+    assert len(ld) == 7
     assert len(pd.read_parquet(d / "ranks.parquet")) == 3
     links = pd.read_parquet(d / "links.parquet")
     assert {"capacity_Bps", "utilisation_mean", "utilisation_peak"} <= set(links.columns)
     summary = json.loads((d / "run.json").read_text())
     assert summary["messages"] == 4 and summary["nranks"] == 3
-    assert summary["rows"] == {"messages": 4, "rank_states": 12, "link_load": 9,
+    assert summary["rows"] == {"messages": 4, "rank_states": 9, "link_load": 7,
                                "rank_states_recorded": True}
-    assert summary["packet_size_bytes"] == 2048  # the network defines it
+    assert summary["options"]["trace"].endswith("tiny3.ti")
 
 
 def test_utilisation_hand_derived(tiny_dir):
-    """Resource 3 (node1 down) carries msg 0 (1000 B over 2 µs) and msg 1 (1000 B over 2 µs):
-    0.5 GB/s each on a 1 GB/s link → 50 %, 100 % while both overlap, 50 %."""
-    d, _ = tiny_dir
+    """node1/down (3) carries both 1000 B messages over [0, 2] µs at 0.5 GB/s each on a
+    1 GB/s link: contention 2, utilisation 1.0; node2/up (4) carries one: 0.5; node2/down
+    (5) carries the 3000 B message in 3 µs: 1.0."""
+    d, result = tiny_dir
     ld = pd.read_parquet(d / "link_load.parquet").sort_values(["resource", "t_start_s"])
     r3 = ld[ld["resource"] == 3]
-    assert r3["active"].tolist() == [1, 2, 1]
-    assert np.allclose(r3["utilisation"], [0.5, 1.0, 0.5])
-    r5 = ld[ld["resource"] == 5]      # msg 3: 3000 B in 3 µs = full capacity
-    assert np.allclose(r5["utilisation"], [1.0])
+    assert r3["active"].tolist() == [2] and np.allclose(r3["utilisation"], [1.0])
+    assert r3["name"].tolist() == ["node1/down"]
+    assert np.allclose(ld[ld["resource"] == 4]["utilisation"], [0.5])
+    assert np.allclose(ld[ld["resource"] == 5]["utilisation"], [1.0])
     links = pd.read_parquet(d / "links.parquet").set_index("resource")
-    # resource 0 carried 4000 B (msgs 0 and 3) in an 8 µs run at 1 GB/s → 50 %
-    assert links.loc[0, "utilisation_mean"] == pytest.approx(4000 / (1e9 * 8e-6))
-    assert links.loc[3, "utilisation_peak"] == pytest.approx(1.0)
+    # node0/up carried 1000 B + 3000 B in a 7.5 µs run at 1 GB/s
+    assert links.loc[0, "utilisation_mean"] == pytest.approx(4000 / (1e9 * 7.5e-6))
+    assert links.loc[4, "utilisation_peak"] == pytest.approx(0.5)
+    # the in-memory result holds the same numbers (one data path)
+    mem = result.link_load.sort_values(["resource", "t_start_s"])
+    assert np.allclose(mem["utilisation"].to_numpy(), ld["utilisation"].to_numpy())
 
 
-def test_rate_profile_mean_over_long_interval():
-    """Mean rate over [0, 4] µs on resource 3: 1000 B + 1000 B in 4 µs = 0.5 GB/s."""
-    run = tiny_run()
-    m = run.messages
-    _, res, a, b, rate = message_resource_intervals(m["src"], m["dst"], m["nbytes"],
-                                                    m["t_start_s"], m["t_end_s"],
-                                                    run.ctx.network, run.ctx.node_of_rank)
+def test_rate_profile_from_compiled_routes():
+    """Routes come from the run (compiled once); mean rate on node1/down over [0, 4] µs:
+    2000 B in 4 µs = 0.5 GB/s."""
+    r = tiny_result()
+    m = r.messages
+    _, res, a, b, rate = route_intervals(r.routes.ptr, r.routes.res, m["nbytes"],
+                                         m["t_start_s"], m["t_end_s"])
     assert sorted(res.tolist()) == [0, 0, 1, 2, 3, 3, 4, 5]
     prof = RateProfile(res, a, b, rate)
     assert prof.mean_rate([3], [0.0], [4 * US])[0] == pytest.approx(5e8)
     assert prof.mean_rate([3], [1.5 * US], [1.5 * US])[0] == pytest.approx(1e9)
-    assert prof.mean_rate([5], [0.0], [4 * US])[0] == 0.0      # before msg 3
+    assert prof.mean_rate([5], [0.0], [4 * US])[0] == 0.0      # before the 3000 B message
 
 
-def test_chunking_does_not_change_tables(tmp_path):
-    run = synthetic_run(5, 6, seed=3)
-    a, b = tmp_path / "a", tmp_path / "b"
-    run.feed(make_sinks("parquet", a), chunk=7)
-    run.feed(make_sinks("parquet", b), chunk=10_000)
-    for t in ("messages", "rank_states", "link_load", "links", "ranks"):
-        pa, pb = pd.read_parquet(a / f"{t}.parquet"), pd.read_parquet(b / f"{t}.parquet")
-        key = [c for c in ("rank", "resource", "msg_id", "t_start_s") if c in pa.columns]
-        pd.testing.assert_frame_equal(pa.sort_values(key).reset_index(drop=True),
-                                      pb.sort_values(key).reset_index(drop=True))
+def test_load_result_round_trip(tiny_dir):
+    """``ccmod report DIR`` reads back the RunResult the sinks were given."""
+    d, result = tiny_dir
+    back = load_result(d)
+    assert back.makespan_s == result.makespan_s and back.nranks == 3
+    pd.testing.assert_frame_equal(back.messages.astype({"bottleneck_name": str}),
+                                  result.messages.astype({"bottleneck_name": str}),
+                                  check_dtype=False)
+    pd.testing.assert_frame_equal(back.rank_states.reset_index(drop=True),
+                                  result.rank_states.reset_index(drop=True), check_dtype=False,
+                                  check_categorical=False)
+    pd.testing.assert_frame_equal(back.link_load[result.link_load.columns],
+                                  result.link_load, check_dtype=False)
+    assert back.summary()["busiest_link"] == result.summary()["busiest_link"]
 
 
-def test_result_only_fallback(tmp_path):
-    """An engine that sends no batches still gets the tables from the RunResult."""
-    run = tiny_run()
-    res = run.result
-    assert res.rank_states["state"].dtype == "category"   # as the engine keeps them
-    sinks = make_sinks("parquet", tmp_path)
-    for s in sinks:
-        s.open(run.ctx)
-        s.close(res)
+def test_same_run_gives_identical_files(tmp_path):
+    for sub in ("a", "b"):
+        tiny_result(sinks=["parquet", "perfetto", "paraver"], out_dir=tmp_path / sub)
+    for f in ("messages.parquet", "rank_states.parquet", "link_load.parquet", "trace.json",
+              "trace.prv"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+
+
+def test_report_without_states_or_load(tmp_path):
+    """A run recorded without states/link load still writes every table it has."""
+    r = tiny_result(record=False)
+    assert r.rank_states is None and r.link_load is None
+    write_all(make_sinks("parquet", tmp_path), r, RunContext(out_dir=tmp_path))
     assert len(pd.read_parquet(tmp_path / "messages.parquet")) == 4
-    assert len(pd.read_parquet(tmp_path / "rank_states.parquet")) == 12
-    assert len(pd.read_parquet(tmp_path / "link_load.parquet")) == 9
-
-
-def test_abort_leaves_no_file(tmp_path):
-    run = tiny_run()
-    (sink,) = make_sinks("parquet", tmp_path)
-    sink.open(run.ctx)
-    sink.on_messages(run.messages)
-    sink.abort()
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_missing_column_is_reported(tmp_path):
-    run = tiny_run()
-    (sink,) = make_sinks("parquet", tmp_path)
-    sink.open(run.ctx)
-    bad = dict(run.messages)
-    del bad["t_end_s"]
-    with pytest.raises(ValueError, match="t_end_s"):
-        sink.on_messages(bad)
-    sink.abort()
+    assert not (tmp_path / "rank_states.parquet").exists()
+    assert load_result(tmp_path).rank_states is None
 
 
 def test_no_out_dir_is_an_input_error():
-    run = tiny_run()
     (sink,) = make_sinks("parquet")
     with pytest.raises(CcmodInputError, match="output directory"):
-        sink.open(run.ctx)
+        sink.write(tiny_result(), RunContext())
+
+
+def test_one_method_plugin(tmp_path):
+    """A third-party sink only implements write(result, ctx)."""
+    class Count(Sink):
+        name = "count"
+
+        def write(self, result, ctx=None):
+            (self.directory(ctx) / "n.txt").write_text(str(result.messages_count))
+    tiny_result(sinks=[Count()], out_dir=tmp_path)
+    assert (tmp_path / "n.txt").read_text() == "4"
 
 
 # ----------------------------------------------------------------------------- debug
 def test_debug_one_line_per_signal(tiny_dir):
-    d, run = tiny_dir
+    d, result = tiny_dir
     lines = (d / "debug.txt").read_text().splitlines()
     assert lines[0].startswith("#")
     body = lines[1:]
-    assert len(body) == len(run.signals["t_s"]) == 5
-    assert body[0] == "0.000000000 GO_INIT 3 4"
-    assert body[2] == "0.000002000 EVENTHORIZON 2e-06"
-    assert body[-1] == "0.000008000 GO_END"
+    assert len(body) == len(result.signals) > 0
+    assert body[0].split()[1] == "GO_INIT"
+    assert body[-1].split()[1] == "GO_END"
+    assert {ln.split()[1] for ln in body} <= set(SIGNALS)
 
 
 # ----------------------------------------------------------------------------- make_sinks
@@ -176,6 +179,8 @@ def test_make_sinks_names_params_and_errors(tmp_path):
         make_sinks("debug,debug", tmp_path)
     with pytest.raises(CcmodInputError, match="before any sink"):
         make_sinks("max_flows=3", tmp_path)
+    with pytest.raises(CcmodInputError, match="compression"):
+        make_sinks("parquet:compression=zip", tmp_path)
     assert make_sinks(None) == [] and make_sinks("", tmp_path) == []
     obj = sinks[0]
     assert make_sinks([obj, "debug"], tmp_path)[0] is obj

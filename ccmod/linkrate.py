@@ -1,4 +1,4 @@
-"""Link utilisation derived from the message table (what the engine does not report).
+"""Link utilisation derived from the messages and their compiled routes (core, numpy only).
 
 The engine reports *contention* (the number of active messages) per piecewise-constant
 interval of each resource. Utilisation needs bytes, so it is rebuilt here from the
@@ -11,8 +11,8 @@ i.e. the message contributes a rate ``nbytes / (t_end_s - t_start_s)`` to each r
 it crosses. The utilisation of a resource over an interval ``[a, b]`` is the time-average
 of the summed rates divided by the resource capacity (``Network.capacity_Bps``).
 Because a message's real rate varies (it shares links with others during part of its
-transfer), the uniform spread can over-fill a short interval; sinks clip the utilisation of
-an interval to ``1 - background`` (what the background leaves to the application), so
+transfer), the uniform spread can over-fill a short interval; the utilisation of an
+interval is clipped to ``1 - background`` (what the background leaves to the application), so
 per-interval values are exact only when the set of messages on the link is constant over
 their transfers; byte totals (``links.parquet``) are exact. Background load is *not*
 included (it is reported separately as a fraction); the total
@@ -24,55 +24,34 @@ from __future__ import annotations
 import numpy as np
 
 
-def message_resource_intervals(src, dst, nbytes, t_start_s, t_end_s, network, node_of_rank):
-    """Expand messages to one row per (message, route resource).
+def route_intervals(route_ptr, route_res, nbytes, t_start_s, t_end_s):
+    """Expand messages to one row per (message, route resource), from the compiled routes.
 
     Parameters
     ----------
-    src, dst : int arrays
-        Ranks.
+    route_ptr, route_res : int arrays
+        The run's route CSR (``RunResult.routes``): message i uses
+        ``route_res[route_ptr[i]:route_ptr[i + 1]]``. Routes are compiled once, by the
+        engine; nothing here recompiles them.
     nbytes, t_start_s, t_end_s : arrays
         Message sizes and transfer intervals.
-    network : netsys.base.Network
-        Used for ``compile_routes`` (routes are compiled once per distinct node pair).
-    node_of_rank : int array
-        Node of each rank.
 
     Returns
     -------
     msg, resource, t0, t1, rate_Bps : arrays
-        ``msg`` indexes the input rows.
+        One row per (message, resource) of messages with a positive duration.
     """
-    src = np.asarray(src, np.int64)
-    dst = np.asarray(dst, np.int64)
-    nbytes = np.asarray(nbytes, np.float64)
+    ptr = np.asarray(route_ptr, np.int64)
+    res_all = np.asarray(route_res, np.int64)
     t0 = np.asarray(t_start_s, np.float64)
     t1 = np.asarray(t_end_s, np.float64)
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
-             np.zeros(0))
-    if network is None or node_of_rank is None or len(src) == 0:
-        return empty
-    nodes = np.asarray(node_of_rank, np.int64)
-    ok = (src >= 0) & (src < len(nodes)) & (dst >= 0) & (dst < len(nodes)) & (t1 > t0)
-    idx = np.nonzero(ok)[0]
-    ns, nd = nodes[src[idx]], nodes[dst[idx]]
-    inter = ns != nd
-    idx, ns, nd = idx[inter], ns[inter], nd[inter]
-    if len(idx) == 0:
-        return empty
-    pair_key = ns * (1 << 32) + nd
-    uniq, inv = np.unique(pair_key, return_inverse=True)
-    pairs = np.stack([uniq >> 32, uniq & ((1 << 32) - 1)], axis=1)
-    rt = network.compile_routes(pairs)
-    # compile_routes keeps the order of the pairs given, so row k is pair k
-    counts = np.diff(rt.indptr)[inv]
-    total = int(counts.sum())
-    msg = np.repeat(idx, counts)
-    first = np.repeat(rt.indptr[:-1][inv], counts)
-    within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    res = rt.resources[first + within].astype(np.int64)
+    counts = np.diff(ptr)
+    msg = np.repeat(np.arange(len(counts)), counts)
+    res = res_all[: int(ptr[-1])] if len(ptr) else np.zeros(0, np.int64)
+    keep = t1[msg] > t0[msg]
+    msg, res = msg[keep], res[keep]
     a, b = t0[msg], t1[msg]
-    rate = nbytes[msg] / (b - a)
+    rate = np.asarray(nbytes, np.float64)[msg] / (b - a)
     return msg, res, a, b, rate
 
 
@@ -156,48 +135,21 @@ class RateProfile:
         return np.maximum(out, 0.0)
 
 
-def capacity_of(network, res) -> np.ndarray:
-    """Capacity (B/s) of resource ids; NaN when unknown."""
-    res = np.asarray(res, np.int64)
-    if network is None or getattr(network, "capacity_Bps", None) is None:
-        return np.full(len(res), np.nan)
-    cap = np.asarray(network.capacity_Bps, np.float64).reshape(-1)
-    ok = (res >= 0) & (res < len(cap))
-    out = np.full(len(res), np.nan)
-    out[ok] = cap[res[ok]]
-    return out
+def link_utilisation(routes, messages, load_res, load_t0, load_t1, capacity_Bps,
+                     background=None):
+    """Utilisation (fraction of capacity, background excluded) of each contention interval.
 
-
-def link_utilisation(load_res, load_t0, load_t1, messages: dict, network, node_of_rank):
-    """Utilisation (fraction of capacity, background excluded) of each load interval.
-
-    Parameters
-    ----------
-    load_res, load_t0, load_t1 : arrays
-        The engine's contention intervals.
-    messages : dict of arrays
-        At least src, dst, nbytes, t_start_s, t_end_s.
-
-    Returns
-    -------
-    ndarray of float64 (NaN when the network or its capacities are unknown)
+    Each message's bytes are spread uniformly over its transfer on every resource of its
+    route; the summed rate's mean over an interval, divided by the capacity, is clipped to
+    what the background leaves (``1 - background``): the uniform spread can over-fill
+    short intervals.
     """
-    load_res = np.asarray(load_res, np.int64)
-    cap = capacity_of(network, load_res)
-    if network is None or node_of_rank is None:
-        return cap  # all NaN
-    _, res, a, b, rate = message_resource_intervals(
-        messages["src"], messages["dst"], messages["nbytes"], messages["t_start_s"],
-        messages["t_end_s"], network, node_of_rank)
+    _, res, a, b, rate = route_intervals(routes.ptr, routes.res, messages["nbytes"],
+                                         messages["t_start_s"], messages["t_end_s"])
     prof = RateProfile(res, a, b, rate)
+    load_res = np.asarray(load_res, np.int64)
+    cap = np.asarray(capacity_Bps, np.float64)[load_res]
     with np.errstate(divide="ignore", invalid="ignore"):
-        return prof.mean_rate(load_res, load_t0, load_t1) / cap
-
-
-def bytes_per_resource(messages: dict, network, node_of_rank, nres: int | None = None):
-    """Total bytes routed over each resource (bincount over the expanded routes)."""
-    _, res, a, b, rate = message_resource_intervals(
-        messages["src"], messages["dst"], messages["nbytes"], messages["t_start_s"],
-        messages["t_end_s"], network, node_of_rank)
-    n = nres if nres is not None else (int(res.max()) + 1 if len(res) else 0)
-    return np.bincount(res, weights=rate * (b - a), minlength=n)
+        util = prof.mean_rate(load_res, load_t0, load_t1) / cap
+    room = 1.0 if background is None else np.clip(1.0 - np.asarray(background), 0.0, 1.0)
+    return np.minimum(util, room)

@@ -1,0 +1,63 @@
+"""CLI of the outputs (issue 13): --out with --report, the report path, run.json's trace
+path, --version, help text without type noise. In-process (typer), on real runs."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from outputs_runs import TINY, TINY_NET
+
+
+def _cli(args, capsys) -> tuple[int, str, str]:
+    from ccmod.cli import main
+    code = 0
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_out_and_report_together_write_both(tmp_path, capsys):
+    out, rep = tmp_path / "tables", tmp_path / "rep"
+    code, stdout, _ = _cli(["run", TINY, "-n", TINY_NET, "--out", out, "--report", rep],
+                           capsys)
+    assert code == 0
+    assert len(pd.read_parquet(out / "messages.parquet")) == 4
+    assert len(pd.read_parquet(rep / "messages.parquet")) == 4
+    assert (rep / "report.html").exists() and not (out / "report.html").exists()
+    assert f"report written to {rep / 'report.html'}" in stdout
+    assert f"tables written to {out}/" in stdout
+    # run.json names the trace the run read (not "<workload>")
+    assert json.loads((out / "run.json").read_text())["options"]["trace"] == str(TINY)
+
+
+def test_report_path_in_json(tmp_path, capsys):
+    code, stdout, _ = _cli(["run", TINY, "-n", TINY_NET, "--report", tmp_path, "--json"],
+                           capsys)
+    assert code == 0
+    assert json.loads(stdout)["report"] == str(tmp_path / "report.html")
+
+
+def test_version_and_help(capsys):
+    import ccmod
+    code, stdout, _ = _cli(["--version"], capsys)
+    assert code == 0 and stdout.strip() == f"ccmod {ccmod.__version__}"
+    for cmd in (["run", "--help"], ["report", "--help"]):
+        code, stdout, _ = _cli(cmd, capsys)
+        assert code == 0 and "--json" in stdout
+        assert "<bool>" not in stdout
+
+
+@pytest.mark.slow
+def test_report_static_figures(tmp_path, capsys):
+    _cli(["run", TINY, "-n", TINY_NET, "--out", tmp_path], capsys)
+    code, stdout, _ = _cli(["report", tmp_path, "--static", tmp_path / "figs", "--json"],
+                           capsys)
+    assert code == 0
+    figs = json.loads(stdout)["figures"]
+    assert {"space_time.png", "space_time.svg", "comm_matrix.svg"} <= \
+        {p.rsplit("/", 1)[-1] for p in figs}
