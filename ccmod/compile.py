@@ -193,18 +193,22 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     else:
         cap = np.full(M, np.inf)
     notes = []
+    net_m = ~same & (hops > 0)
+    # a note exactly when a (finite) quiet-cost bandwidth exceeds the route's bottleneck
+    # capacity, under every sharing rule (the physical cost has no bandwidth of its own)
+    fast = net_m & np.isfinite(cap) & (cap > bw * (1 + 1e-9)) if M else np.zeros(0, bool)
     if sharing == "maxmin" and M:
         # max-min moves the bytes over the links, so a lone message takes
         # latency + bytes / min(model bandwidth, route capacity): that is its quiet time
-        net_m = ~same & (hops > 0)
         quiet = np.where(net_m, latency + nbytes / np.minimum(cap, bw), quiet)
-        fast = net_m & (cap > bw * (1 + 1e-9))
-        if fast.any():
-            notes.append(
-                f"the cost model's bandwidth (up to {cap[fast].max():.4g} B/s) exceeds the "
-                f"network's link capacity ({bw[fast].min():.4g} B/s) on {int(fast.sum())} "
-                f"message(s): with --sharing maxmin the links limit them; give the network a "
-                f"matching bandwidth= (with --sharing ccmod the cost model alone sets the time)")
+    if fast.any():
+        how = ("with --sharing maxmin the links limit them" if sharing == "maxmin" else
+               f"with --sharing {sharing} the cost model alone sets their quiet time, faster "
+               "than the links could carry")
+        notes.append(
+            f"the cost model's bandwidth (up to {cap[fast].max():.4g} B/s) exceeds the "
+            f"route's bottleneck link capacity ({bw[fast].min():.4g} B/s) on "
+            f"{int(fast.sum())} message(s): {how}; give the network a matching bandwidth=")
     intra_q = intra_latency_s + nbytes / intra_bandwidth_Bps
     quiet = np.where(same, intra_q, quiet)
     # with a shared copy resource (network intra=shared) the bytes flow over it after the

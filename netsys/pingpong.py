@@ -165,7 +165,7 @@ def detect_format(text: str, source: str = "input") -> str:
     stripped = head.lstrip()
     if stripped.startswith("{"):
         return "simgrid-json"
-    if "# OSU MPI" in head:
+    if "# OSU MPI" in head or re.search(r"^#\s*OSU One Sided\b", head, re.M):
         return "osu"
     if "# Benchmarking " in head or "Intel(R) MPI Benchmarks" in head or \
             "Intel (R) MPI Benchmarks" in head:
@@ -286,13 +286,18 @@ def _is_data(line: str) -> bool:
 
 # --------------------------------------------------------------------------- OSU
 
-_OSU_TITLE = re.compile(r"^#\s*OSU MPI(?:-\w+)?\s+(.*?)\s+Test\b", re.I)
+_OSU_TITLE = re.compile(r"^#\s*OSU (?:MPI(?:-\w+)?|One Sided)\s+(.*?)\s+Test\b", re.I)
 
 
 def _osu_kind(title: str) -> str | None:
     """Map an OSU test title to its point-to-point kind; None for collectives / one-sided."""
     t = title.lower()
-    if re.search(r"all|reduce|gather|scatter|bcast|barrier|put|get|acc|fop|cas|neighb", t):
+    # one-sided (OSU 'One Sided MPI_Put/MPI_Get ... Test'): time per operation with its
+    # synchronisation, read like the two-sided tables (a note says so)
+    m = re.fullmatch(r"mpi_(put|get)\s+(.*)", t)
+    if m:
+        t = m.group(2)
+    elif re.search(r"all|reduce|gather|scatter|bcast|barrier|put|get|acc|fop|cas|neighb", t):
         return None
     if "bi-directional" in t:
         return "osu_bibw"

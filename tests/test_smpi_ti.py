@@ -169,3 +169,17 @@ def test_real_smpi_npb_traces_run_with_default_options(real_dir, name):
     assert r.makespan_s > 0 and len(r.messages) > 0
     # sizes as SMPI wrote them: no message is larger than its largest written count x 8
     assert int(r.messages["nbytes"].max()) <= 262144 * 4
+
+
+def test_one_per_rank_file_is_read_with_its_siblings(tmp_path):
+    # SimGrid's per-rank files (actions0.txt, actions1.txt) given one at a time
+    (tmp_path / "actions0.txt").write_text("0 init\n0 send 1 0 1e6\n0 recv 1 1 1e6\n")
+    (tmp_path / "actions1.txt").write_text("1 init\n1 recv 0 0 1e6\n1 send 0 1 1e6\n")
+    for name in ("actions0.txt", "actions1.txt"):
+        w = read_workload(tmp_path / name)
+        assert w.nranks == 2 and any("sibling" in n for n in w.meta["notes"])
+        assert len(run(w, "star").messages) == 2
+    # a lone file whose rank does not match its number is read on its own (and fails)
+    (tmp_path / "solo7.txt").write_text("1 compute 5\n")
+    with pytest.raises(CcmodInputError, match="without gaps"):
+        read_workload(tmp_path / "solo7.txt")

@@ -7,7 +7,9 @@ Layouts (see docs/trace-formats.md):
 * a **description file**: every line is the path of one per-rank trace file (SimGrid's
   ``smpi_replay.txt``); relative paths are looked up next to the description file, then
   in each parent folder (SimGrid resolves them from the folder it is run in), then in
-  the current folder. The number of listed files is the number of ranks;
+  the current folder; the file found must lie inside the description file's folder
+  unless ``--allow-outside-paths`` is given. The number of listed files is the number of
+  ranks;
 * a **folder**: every TI file in it (natural name order) as if listed in a description;
 * SimGrid ``replay_multiple`` description files (``<instance> <file> <size> <delay>``):
   instances are placed side by side (ranks offset), see :func:`read_replay_multiple`.
@@ -231,6 +233,14 @@ class TIReader:
                 and not _is_action_line(toks):
             from ccmod.workloads.ti_multi import read_replay_multiple
             return read_replay_multiple(self, path, lines, opts)
+        siblings = _rank_siblings(path, lines)
+        if siblings:
+            w = self._read_files(siblings, len(siblings), "per-rank siblings", str(path), opts)
+            w.meta.setdefault("notes", []).append(
+                f"{path.name} holds only rank {siblings.index(path)}'s actions: read with its "
+                f"{len(siblings) - 1} sibling per-rank file(s) "
+                f"({', '.join(f.name for f in siblings[:4])}{' ...' if len(siblings) > 4 else ''})")
+            return w
         p = TIParser(None, **_parser_opts(opts))
         p.feed(lines, str(path), untagged=looks_untagged(text))
         w = p.finish(str(path))
@@ -265,6 +275,36 @@ class TIReader:
         w.meta["layout"] = layout
         w.meta["source"] = what
         return w
+
+
+def _rank_siblings(path: Path, lines) -> list[Path] | None:
+    """Per-rank files ``<stem><i><ext>`` next to ``path`` when ``path`` holds one rank only.
+
+    SimGrid's per-rank files (``actions0.txt``, ``actions1.txt`` ...) are normally listed in a
+    description file; given one of them alone, the set is read when the file's only rank
+    equals the number in its name and siblings numbered 0..N-1 (each holding its own rank)
+    exist. Otherwise None (the file is read on its own).
+    """
+    m = re.fullmatch(r"(.*?)(\d+)(\.[A-Za-z0-9.]+)?", path.name)
+    if m is None:
+        return None
+    ranks = {toks[0] for toks in (ln.split("#", 1)[0].split() for ln in lines[:2000]) if toks}
+    if ranks != {str(int(m.group(2)))}:
+        return None
+    stem, ext = m.group(1), m.group(3) or ""
+    found = {}
+    for f in path.parent.iterdir():
+        mm = re.fullmatch(re.escape(stem) + r"(\d+)" + re.escape(ext), f.name)
+        if mm and f.is_file():
+            found[int(mm.group(1))] = f
+    n = len(found)
+    if n < 2 or sorted(found) != list(range(n)):
+        return None
+    for i, f in found.items():
+        toks, _ = _first_tokens(_head_lines(f, 4096))
+        if not toks or toks[0] != str(i):
+            return None
+    return [found[i] for i in range(n)]
 
 
 def _parser_opts(opts: dict) -> dict:
