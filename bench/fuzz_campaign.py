@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cpu-s", type=float, default=600.0, help="CPU-time budget (s)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--timeout-s", type=float, default=20.0, help="per input (wall)")
+    ap.add_argument("--timeout-s", type=float, default=60.0, help="per input (wall)")
     ap.add_argument("--mem-mb", type=int, default=4096, help="address-space cap (MiB)")
     ap.add_argument("--families", default="", help="comma-separated subset")
     ap.add_argument("--json", default=None, help="write the counts here")
@@ -53,6 +53,10 @@ def main(argv=None) -> int:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     fams = fuzzkit.families()
     names = [n for n in (a.families.split(",") if a.families else fams) if n]
+    # warm up (imports, numba compilation) so that the first inputs do not hit the timeout
+    for sharing in ("ccmod", "maxmin"):
+        fuzzkit.run_cli(["run", fuzzkit.TRACES / "pingpong.ti", "--sharing", sharing],
+                        timeout_s=0)
     rng = random.Random(a.seed)
     counts: dict[str, Counter] = defaultdict(Counter)
     examples: dict[tuple, dict] = {}

@@ -9,7 +9,7 @@ from ccmod.errors import CcmodInputError
 
 
 #: temp names handed out by this process (released when discarded or renamed)
-_ACTIVE: set[str] = set()
+_ACTIVE: dict[str, str] = {}
 
 
 def temp_path(path) -> Path:
@@ -32,7 +32,7 @@ def temp_path(path) -> Path:
     while str(tmp.absolute()) in _ACTIVE:
         k += 1
         tmp = path.parent / f".{path.name}.{k}.ccmod-tmp"
-    _ACTIVE.add(str(tmp.absolute()))
+    _ACTIVE[str(tmp.absolute())] = str(path)
     try:
         if tmp.is_symlink():
             tmp.unlink()
@@ -74,7 +74,12 @@ def atomic_path(path):
 
 def release(path) -> None:
     """Forget a temp name handed out by :func:`temp_path` (renamed or removed)."""
-    _ACTIVE.discard(str(Path(path).absolute()))
+    _ACTIVE.pop(str(Path(path).absolute()), None)
+
+
+def outputs_being_written() -> list[str]:
+    """Final names of the outputs whose temp files are open (for a disk-full message)."""
+    return sorted(set(_ACTIVE.values()))
 
 
 def discard(path) -> None:

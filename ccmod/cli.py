@@ -38,6 +38,15 @@ def _register_all() -> None:
 _register_all()
 
 
+def _quiet_library_logs() -> None:
+    """Library log records (matplotlib's font manager...) would reach stderr through
+    logging's last-resort handler: give the root logger a handler that drops them."""
+    import logging
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+
+
 def _plain_flags() -> None:
     """Show on/off flags without a ``<bool>`` type column in ``--help`` (it is noise)."""
     import typer.core
@@ -83,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
             # errors: the CLI's stderr holds one line per error only (CCMOD_DEBUG shows them)
             if not os.environ.get("CCMOD_DEBUG"):
                 warnings.simplefilter("ignore")
+                _quiet_library_logs()
             rv = app(args=args, standalone_mode=False)
     except CcmodError as exc:
         print(f"ccmod: error: {one_line(exc)}", file=sys.stderr)
@@ -107,6 +117,12 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         # the environment refused a file operation (unwritable path, a directory, disk full)
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        if not where:
+            # a library's write failed without naming its file (e.g. disk full): name the
+            # output(s) being written
+            from ccmod.atomic import outputs_being_written
+            names = outputs_being_written()
+            where = f"{names[0]}: " if names else ""
         print(one_line(f"ccmod: error: {where}{exc.strerror or exc} (check the path, its "
                        f"permissions and free space)"), file=sys.stderr)
         sys.exit(2)

@@ -11,6 +11,8 @@ import sys
 
 import typer
 
+from ccmod.errors import terminal_safe
+
 # -- options shared by several commands (typer reads these as parameter defaults) --------
 NETWORK_OPT = typer.Option("star", "--network", "-n",
                            help="NAME[:key=value,...]; see `ccmod networks`.")
@@ -53,7 +55,7 @@ def emit(data, json_: bool, lines) -> None:
         typer.echo(json.dumps(data, default=jsonable))
         return
     for line in (lines() if callable(lines) else lines):
-        typer.echo(line)
+        typer.echo(terminal_safe(line))
 
 
 def console(out=None):
@@ -70,12 +72,13 @@ def make_table(columns, rows, *, title: str | None = None, justify="left"):
     """
     from rich.table import Table
     t = Table(title=title, show_edge=False)
-    columns = [str(c) for c in columns]
+    columns = [terminal_safe(c) for c in columns]
     just = [justify] * len(columns) if isinstance(justify, str) else list(justify)
     for c, j in zip(columns, just):
         t.add_column(c, justify=j)
     for row in rows:
-        t.add_row(*(str(x) for x in row))
+        # cells may hold names from a trace: never raw control characters on a terminal
+        t.add_row(*(terminal_safe(x) for x in row))
     return t
 
 

@@ -23,6 +23,17 @@ def one_line(text) -> str:
                         else "\\u%04x" % ord(m.group()), s)
 
 
+_CONTROL_KEEP_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text) -> str:
+    """``text`` with control characters other than newline and tab shown as ``\\xNN``
+    (for output that may hold names from a trace)."""
+    return _CONTROL_KEEP_LINES.sub(lambda m: ("\\x%02x" % ord(m.group()))
+                                   if ord(m.group()) < 256 else "\\u%04x" % ord(m.group()),
+                                   str(text))
+
+
 class CcmodError(Exception):
     """Base class of every error ccmod reports to the user (exit code 2)."""
 

@@ -202,7 +202,10 @@ class FileBackground(Background):
             df = pd.read_csv(self.path, dtype={"link": str, "direction": str})
         except FileNotFoundError:
             raise CcmodInputError("background file not found", source=self.path) from None
-        except (OSError, UnicodeDecodeError, pd.errors.ParserError,
+        except UnicodeDecodeError:
+            raise CcmodInputError("not a background CSV (not UTF-8 text)",
+                                  source=self.path) from None
+        except (OSError, pd.errors.ParserError,
                 pd.errors.EmptyDataError) as exc:
             raise CcmodInputError(f"cannot read the background CSV: {exc}".replace("\n", " "),
                                   source=self.path) from None

@@ -81,10 +81,10 @@ def resolve_map(spec: str | os.PathLike | None, nranks: int) -> tuple[np.ndarray
 def _positive_int(arg: str, text: str) -> int:
     try:
         v = float(arg)
-        if not v.is_integer() or v < 1:
+        if not v.is_integer() or v < 1 or v >= 2 ** 31:
             raise ValueError
     except ValueError:
-        raise CcmodInputError(f"'{text}': K must be a positive integer", source=SRC,
+        raise CcmodInputError(f"'{excerpt(text)}': K must be a positive integer below 2^31", source=SRC,
                               hint="e.g. block:4 (4 ranks per node) or cyclic:8 (8 nodes)") from None
     return int(v)
 

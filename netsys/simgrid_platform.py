@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import check_network_size, excerpt
 from ccmod.netsys.base import Param
 from ccmod.netsys.registry import NETWORKS
 from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork
@@ -64,7 +65,11 @@ def _radical(text: str) -> list[int]:
     out = []
     for part in str(text).split(","):
         a, _, b = part.strip().partition("-")
-        out.extend(range(int(a), int(b or a) + 1))
+        lo, hi = int(a), int(b or a)
+        # a radical declares hosts: bound it before building the list (issue 14)
+        if hi - lo + 1 + len(out) > MAX_NODES:
+            raise ValueError(f"radical declares more than {MAX_NODES} hosts")
+        out.extend(range(lo, hi + 1))
     return out
 
 
@@ -79,6 +84,18 @@ class SimgridPlatform(BuiltNetwork):
     }
 
     def build(self) -> None:
+        try:
+            self._build()
+        except (ValueError, OverflowError, TypeError, KeyError, RecursionError) as exc:
+            # a malformed attribute (bad integer, radical, unit): one line naming the file
+            raise CcmodInputError(f"malformed platform XML: {excerpt(exc, 100)}",
+                                  source=str(self.values.get("file")),
+                                  hint="see SimGrid's platform format") from None
+        check_network_size(self.name, int(self.nnodes), self.nodes_needed,
+                           f"file {excerpt(Path(str(self.values.get('file'))).name)}", "file",
+                           str(self.values.get("file")))
+
+    def _build(self) -> None:
         path = self.values["file"]
         if not path:
             self.fail("network 'simgrid' needs file=PATH",
@@ -89,7 +106,8 @@ class SimgridPlatform(BuiltNetwork):
         except FileNotFoundError:
             raise CcmodInputError("SimGrid platform file not found", source=self.path) from None
         except (ET.ParseError, OSError) as exc:
-            raise CcmodInputError(f"not a readable platform XML: {exc}", source=self.path) from None
+            raise CcmodInputError(f"not a readable platform XML: {excerpt(exc, 100)}",
+                                  source=self.path) from None
         if root.tag != "platform":
             raise CcmodInputError(f"root element is <{root.tag}>, not <platform>",
                                   source=self.path)

@@ -284,7 +284,9 @@ class SecretFamily(Family):
         t = TRACES / "alltoall8.ti"
         cmds = [["run", t, "--map", target], ["run", t, "--network", f"topology:file={target}"],
                 ["run", t, "--cost", target], ["info", target], ["fit", target],
-                ["report", target.parent, "-o", tmp / "r.html"]]
+                ["report", target.parent, "-o", tmp / "r.html"],
+                ["run", t, "--background", f"file:{target}"],
+                ["run", t, "--network", f"simgrid:file={target}"]]
         cmd = cmds[_which(len(cmds), ops)]
         return cmd, [target, target.parent, "--network", "--map"]
 
@@ -386,6 +388,30 @@ def _generate(tmp, ops):
             ["generator", "--seed", "-o", kind])
 
 
+def _analytic(tmp, ops):
+    vals = _COUNTS + INTERESTING
+    v = [vals[o[2] % len(vals)] for o in ops] + ["4", "2", "8"]
+    cmds = [["mva", "--demands", f"0.1,{v[0]}", "--population", v[1]],
+            ["overflow", "--N", v[0], "--K", v[1], "--Q", v[2]],
+            ["mva", "--demands", v[0], "--population", "3", "--think", v[1]],
+            ["crosscheck", TRACES / "alltoall8.ti", "--compute-rate", v[0]]]
+    # calculators name the parameter at fault (N, K, Q, population, think_time, demands)
+    return cmds[_which(len(cmds), ops)], ["--", "N must", "K must", "Q must", "population",
+                                          "think", "demand", "compute"]
+
+
+def _sweep(tmp, ops):
+    vals = INTERESTING + _SIZES
+    v = [vals[o[2] % len(vals)] for o in ops] + ["0", "1", "2"]
+    cmds = [["sweep", TRACES / "pingpong.ti", "--background", f"0,{v[0]}"],
+            ["sweep", TRACES / "pingpong.ti", "-n", f"star:bandwidth={v[0]}", "-n", "bus"],
+            ["sweep", TRACES / "pingpong.ti", "--grid", f"network.bandwidth={v[0]},{v[1]}"],
+            ["sweep", TRACES / "pingpong.ti", "--grid", f"{v[0]}=1,2"],
+            ["sweep", TRACES / "pingpong.ti", "--eager-limit", v[0], "-o", tmp / "s.csv"]]
+    return cmds[_which(len(cmds), ops)], ["--", "sweep", "grid", "network", "bandwidth",
+                                          "background", "eager", str(tmp)]
+
+
 def families() -> dict[str, Family]:
     """Every family, by name (the campaign's rows)."""
     run_eager = ["run", "{IN}", "--send-mode", "eager"]
@@ -414,10 +440,16 @@ def families() -> dict[str, Family]:
         FileFamily("topology", DATA / "topo.txt",
                    [["run", TRACES / "alltoall8.ti", "--network", "topology:file={IN}",
                      "--map", "block:2"]]),
+        FileFamily("goal", DATA / "goal" / "binary_tree_32.goal",
+                   [["info", "{IN}"], ["run", "{IN}", "--send-mode", "eager"]]),
+        FileFamily("simgrid-platform", DATA / "simgrid" / "cluster_backbone.xml",
+                   [["run", TRACES / "alltoall8.ti", "--network", "simgrid:file={IN}"]]),
         SecretFamily(),
         SpecFamily("network", _network),
         SpecFamily("run-options", _options),
         SpecFamily("generate", _generate),
+        SpecFamily("analytic", _analytic),
+        SpecFamily("sweep", _sweep),
     ]
     return {f.name: f for f in fams}
 

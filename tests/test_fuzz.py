@@ -266,3 +266,20 @@ def test_declared_sizes_and_decompression_bounded_under_a_memory_cap(tmp_path):
     for (code, msg), f, needle in zip((ln.split(" ", 1) for ln in lines),
                                       (bomb, prv, pq_file), ("gzip bomb", "declares", "declares")):
         assert code == "2" and str(f) in msg and needle in msg and "|" not in msg, msg
+
+
+def test_disk_full_in_a_streaming_writer_names_the_output(tmp_path, monkeypatch):
+    import errno
+
+    from ccmod.atomic import discard, temp_path
+    target = tmp_path / "debug.txt"
+    tmp = temp_path(target)    # a streaming writer's temp file is open ...
+    try:
+        def full(*a, **k):     # ... when the disk fills (an OSError without a file name)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        from ccmod import api
+        monkeypatch.setattr(api, "run", full)
+        code, out, err = run_cli(["run", TRACES / "pingpong.ti"])
+        assert code == 2 and str(target) in err and "No space" in err, err
+    finally:
+        discard(tmp)

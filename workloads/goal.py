@@ -29,6 +29,7 @@ import os
 import re
 
 from ccmod.errors import CcmodInputError
+from ccmod.guard import check_declared_ranks
 from ccmod.workloads.base import (OP_COMPUTE, OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL,
                                   WorkloadBuilder)
 from ccmod.workloads.registry import READERS
@@ -60,13 +61,14 @@ def parse_goal(path: str):
             m = re.fullmatch(r"num_ranks\s+(\d+)", s)
             if m is None:
                 raise _err("a GOAL schedule starts with 'num_ranks N'", path, ln)
-            nranks = int(m.group(1))
+            nranks = _int(m.group(1), path, ln)
+            check_declared_ranks(nranks, path, "num_ranks declares")
             continue
         m = re.fullmatch(r"rank\s+(\d+)\s*\{", s)
         if m:
             if cur is not None:
                 raise _err("'rank' block opened inside another", path, ln)
-            r = int(m.group(1))
+            r = _int(m.group(1), path, ln)
             if r >= nranks or r in ranks:
                 raise _err(f"rank {r} outside 0..{nranks - 1} or given twice", path, ln)
             cur = ranks[r] = ({}, [])
@@ -100,6 +102,13 @@ def parse_goal(path: str):
     return nranks, ranks
 
 
+def _int(text: str, path, ln) -> int:
+    """An integer field; beyond 64 bits (or thousands of digits) is an input error."""
+    if len(text) > 18:
+        raise _err(f"number {text[:20]}... is out of range", path, ln)
+    return int(text)
+
+
 def _args(kind, rest, nranks, path, ln):
     if kind == "calc":
         toks = rest.split()
@@ -114,14 +123,14 @@ def _args(kind, rest, nranks, path, ln):
     if m is None or (kind == "send") != (m.group(2).lower() == "to"):
         raise _err(f"bad {kind} '{rest}'", path, ln,
                    "send Nb to R [tag T] / recv Nb from R [tag T]")
-    size, peer, tail = int(m.group(1)), int(m.group(3)), m.group(4).split()
+    size, peer, tail = _int(m.group(1), path, ln), _int(m.group(3), path, ln), m.group(4).split()
     if peer >= nranks:
         raise _err(f"peer rank {peer} outside 0..{nranks - 1}", path, ln)
     tag, extra = 0, False
     i = 0
     while i < len(tail):
         if tail[i] == "tag" and i + 1 < len(tail) and tail[i + 1].lstrip("-").isdigit():
-            tag = int(tail[i + 1])
+            tag = _int(tail[i + 1], path, ln)
             i += 2
         elif tail[i] in ("cpu", "nic") and i + 1 < len(tail):
             extra = True

@@ -7,7 +7,9 @@ Layouts (see docs/trace-formats.md):
 * a **description file**: every line is the path of one per-rank trace file (SimGrid's
   ``smpi_replay.txt``); relative paths are looked up next to the description file, then
   in each parent folder (SimGrid resolves them from the folder it is run in), then in
-  the current folder. The number of listed files is the number of ranks;
+  the current folder; the file found must lie inside the description file's folder
+  unless ``--allow-outside-paths`` is given. The number of listed files is the number of
+  ranks;
 * a **folder**: every TI file in it (natural name order) as if listed in a description;
 * SimGrid ``replay_multiple`` description files (``<instance> <file> <size> <delay>``):
   instances are placed side by side (ranks offset), see :func:`read_replay_multiple`.
