@@ -23,7 +23,7 @@ def _extend_path_in_checkout() -> None:
 
 _extend_path_in_checkout()
 
-__all__ = ["run", "load_workload", "load_network", "RunResult", "__version__"]
+__all__ = ["run", "load_workload", "load_network", "RunOptions", "RunResult", "__version__"]
 
 
 def __getattr__(name):
@@ -31,6 +31,9 @@ def __getattr__(name):
     if name in ("run", "load_workload", "load_network"):
         from ccmod import api
         return getattr(api, name)
+    if name == "RunOptions":
+        from ccmod.options import RunOptions
+        return RunOptions
     if name == "RunResult":
         from ccmod.result import RunResult
         return RunResult

@@ -133,6 +133,10 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
         raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
                               source="--intra-latency/--intra-bandwidth")
+    if not isinstance(network, str) and getattr(net, "node_resources", None) is not None:
+        # set_intra_bandwidth changes the node resources in place: never the caller's
+        net = copy.copy(net)
+        net.node_resources = copy.deepcopy(net.node_resources)
     net.set_intra_bandwidth(intra_bandwidth_Bps)
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:

@@ -142,12 +142,16 @@ class Registry:
     def _load(self) -> None:
         if not self._loaded_builtins:
             self._loaded_builtins = True   # set first: the modules register while importing
-            for mod in self.builtins:
-                try:
-                    importlib.import_module(mod)
-                except ModuleNotFoundError as exc:
-                    if exc.name != mod:
-                        raise
+            try:
+                for mod in self.builtins:
+                    try:
+                        importlib.import_module(mod)
+                    except ModuleNotFoundError as exc:
+                        if exc.name != mod:
+                            raise
+            except BaseException:
+                self._loaded_builtins = False   # a broken built-in: fail again next time
+                raise
         if not self._loaded_eps:
             self._loaded_eps = True
             self._load_entry_points()

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.jsonio import jsonable
 from ccmod.netsys.cost import PiecewiseLinearCost
 from ccmod.netsys.fit import PiecewiseLinearFit
 from ccmod.netsys.pingpong import Measurements, ReadOptions, detect_format, read_measurements, read_text
@@ -100,8 +101,7 @@ class FitReport:
              "metrics": self.metrics(), "poor_fit": self.poor_fit, "notes": self.notes,
              "warnings": self.warnings}
         tab = self.table()
-        d["per_size"] = [{k: _jsonable(v) for k, v in row.items()}
-                         for row in tab.to_dict(orient="records")]
+        d["per_size"] = [jsonable(row) for row in tab.to_dict(orient="records")]
         pairs = [p for m in self.measurements if m.pairs for p in m.pairs]
         if pairs:
             d["pairs"] = {"summary": pair_summary(pairs), "pairs": pairs}
@@ -115,14 +115,6 @@ class FitReport:
 
 def _finite(v):
     return None if v is None or not math.isfinite(v) else float(v)
-
-
-def _jsonable(v):
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating, float)):
-        return _finite(float(v))
-    return v
 
 
 def pair_summary(pairs: list[dict]) -> dict:

@@ -7,12 +7,10 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("ccmod.api")
-
-from ccmod.analytic import crosscheck as cc  # noqa: E402
-from ccmod.cli import main  # noqa: E402
-from ccmod.errors import CcmodInputError  # noqa: E402
-from ccmod.workloads.base import WorkloadBuilder  # noqa: E402
+from ccmod.analytic import crosscheck as cc
+from ccmod.cli import main
+from ccmod.errors import CcmodInputError
+from ccmod.workloads.base import WorkloadBuilder
 
 
 def incast(clients=8, sends=20, nbytes=1 << 20):
@@ -73,7 +71,7 @@ def test_violations_are_reported(traces_dir):
 
 
 def test_reqreply_lopc_close_to_engine():
-    gen = pytest.importorskip("ccmod.workloads.gen_queueing")
+    from ccmod.workloads import gen_queueing as gen
     # deterministic work and handlers, eager sends: the generator's static handler order is
     # then the one the dynamics would produce, and LoPC's processor model applies
     w = gen.reqreply(nranks=8, requests=30, work_s=1e-4, handler_s=1e-5,

@@ -157,7 +157,7 @@ def test_installed_command_no_traceback(tmp_path):
 
 
 def test_model_drives_ccmod_run(osu_file, tmp_path, capsys):
-    api = pytest.importorskip("ccmod.api")
+    from ccmod import api
     from ccmod.workloads.base import WorkloadBuilder
     out = tmp_path / "ib.json"
     assert run_cli(["fit", str(osu_file), "-o", str(out)], capsys)[0] == 0

@@ -233,7 +233,7 @@ def test_ti_writer_fills_unknown_recv_sizes_and_is_atomic(tmp_path):
 
 def test_ti_output_readable_by_ti_reader(tmp_path):
     """When the project's TI reader is present, it reads our output back exactly."""
-    ti = pytest.importorskip("ccmod.workloads.ti")
+    from ccmod.workloads import ti
     w = G.generate(SMALL["workpile"], seed=4)
     write_ti(w, tmp_path / "w.txt")
     w2 = ti.TIReader().read(tmp_path / "w.txt")

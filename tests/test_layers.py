@@ -170,3 +170,15 @@ def test_every_ccmod_import_names_an_existing_module():
             bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
                     if n.startswith("ccmod") and n not in modules]
     assert not bad, bad
+
+
+def test_no_importorskip_of_the_project():
+    # the project's own modules are always there: a skip would hide a broken import
+    bad = []
+    for p in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "importorskip"
+                    and node.args and isinstance(node.args[0], ast.Constant)
+                    and str(node.args[0].value).startswith("ccmod")):
+                bad.append(f"{p.name}:{node.lineno}: {node.args[0].value}")
+    assert not bad, bad

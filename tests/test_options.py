@@ -74,3 +74,8 @@ def test_load_network_does_not_mutate_the_callers_network():
     r = run(_pingpong(), net, background=0.5)
     assert net.background is bg_before and r.makespan_s > run(_pingpong(), net).makespan_s
     assert load_network(net, 2) is net          # nothing to apply: no copy needed
+
+
+def test_run_options_exported_lazily_from_the_package():
+    import ccmod
+    assert ccmod.RunOptions is RunOptions and "RunOptions" in ccmod.__all__

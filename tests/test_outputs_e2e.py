@@ -7,12 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ccmod import api
 from ccmod.outputs.base import SIGNALS
 from ccmod.outputs.paraver import read_prv_summary
 from ccmod.outputs.perfetto import validate_file
 from ccmod.outputs.report import build_report
-
-api = pytest.importorskip("ccmod.api")
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,19 @@ class Ring(BuiltNetwork):
         return hops
 
 
+def fake_entry_points(group_name, *eps):
+    """``importlib.metadata.entry_points`` with ``eps`` in ``group_name``; every other
+    group (e.g. numba's extensions, which numba looks up at its first compile) is real."""
+    from importlib import metadata
+    real = metadata.entry_points
+
+    def entry_points(group=None, **kw):
+        if group == group_name:
+            return list(eps)
+        return real(group=group, **kw) if group is not None else real(**kw)
+    return entry_points
+
+
 class FakeEntryPoint:
     def __init__(self, name, obj):
         self.name, self._obj = name, obj
@@ -45,9 +58,8 @@ def with_plugin(monkeypatch):
     import ccmod.registry as reg
     from ccmod.netsys.registry import NETWORKS
 
-    def entry_points(group=None):
-        return [FakeEntryPoint("ring3p", Ring)] if group == "ccmod.networks" else []
-    monkeypatch.setattr(reg.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(reg.metadata, "entry_points",
+                        fake_entry_points("ccmod.networks", FakeEntryPoint("ring3p", Ring)))
     monkeypatch.setattr(NETWORKS, "_loaded_eps", False)
     yield
     NETWORKS._entries.pop("ring3p", None)
@@ -83,7 +95,7 @@ def test_broken_plugin_is_reported_not_fatal(monkeypatch):
         def load(self):
             raise ImportError("missing dependency foo")
 
-    monkeypatch.setattr(reg.metadata, "entry_points", lambda group=None: [Bad()])
+    monkeypatch.setattr(reg.metadata, "entry_points", fake_entry_points("ccmod.things", Bad()))
     r = Registry("thing", "ccmod.things")
     assert "bad" in r.names()
     with pytest.raises(CcmodInputError, match="failed to load"):
@@ -98,8 +110,7 @@ def test_plugin_with_a_builtin_name_is_reported_not_dropped(monkeypatch):
         name = "star"
 
     monkeypatch.setattr(reg.metadata, "entry_points",
-                        lambda group=None: [FakeEntryPoint("star", Impostor)]
-                        if group == "ccmod.networks" else [])
+                        fake_entry_points("ccmod.networks", FakeEntryPoint("star", Impostor)))
     monkeypatch.setattr(NETWORKS, "_loaded_eps", False)
     monkeypatch.setattr(NETWORKS, "shadowed", [])
     with pytest.warns(reg.PluginWarning, match="'star'.*ignored: a built-in network"):
@@ -136,3 +147,28 @@ def test_one_spec_parser_and_converter_for_every_family():
 def NETWORKS_():
     from ccmod.netsys.registry import NETWORKS
     return NETWORKS
+
+
+def test_every_builtin_registration_is_in_its_registrys_lazy_list():
+    # a module registering built-ins must be listed in its registry's `builtins`, or its
+    # plugins would only appear after something else happened to import it
+    import re
+    from pathlib import Path
+
+    from ccmod.outputs.registry import SINKS
+    from ccmod.workloads.registry import GENERATORS, READERS
+    root = Path(__file__).resolve().parent.parent
+    registries = {"NETWORKS": NETWORKS_(), "READERS": READERS, "GENERATORS": GENERATORS,
+                  "SINKS": SINKS}
+    rooms = {"netsys": "ccmod.netsys", "workloads": "ccmod.workloads", "outputs": "ccmod.outputs"}
+    missing, seen = [], set()
+    for folder, pkg in rooms.items():
+        for path in (root / folder).glob("*.py"):
+            for name in set(re.findall(r"^@(\w+)\.register\(", path.read_text(), re.M)):
+                if name in registries:
+                    mod = f"{pkg}.{path.stem}"
+                    seen.add(name)
+                    if mod not in registries[name].builtins:
+                        missing.append(f"{mod} registers in {name}")
+    assert not missing, missing
+    assert seen == set(registries)
