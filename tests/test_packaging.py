@@ -54,3 +54,16 @@ def test_user_modules_named_like_the_rooms_do_not_shadow_ccmod(tmp_path):
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["makespan_s"] > 0
+
+
+def test_every_subpackage_is_declared_for_installation():
+    # pyproject lists the packages explicitly (package-dir maps the repository's folders
+    # into ccmod.*); a new subpackage left out installs nothing and fails only when installed
+    import tomllib
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = set()
+    for pkg, folder in cfg["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join((pkg, *rel.parts)))
+    assert found <= set(cfg["packages"]), sorted(found - set(cfg["packages"]))
