@@ -146,6 +146,9 @@ def register(app: typer.Typer) -> None:
         prog, cb = progress_bar(w.nrecords, "evaluating", "records", enabled=progress and not json_,
                                 min_total=50_000)
         t_start = time.time()
+        from ccmod.kernel import cache_is_cold
+        # the first run after an install compiles the kernels inside the engine's time
+        cold = cache_is_cold()
         try:
             result = run(w, network, opts, sinks=sinks, out_dir=out_dir, progress=cb,
                          bounds=bounds)
@@ -168,6 +171,9 @@ def register(app: typer.Typer) -> None:
             print(json.dumps(summary))
         else:
             print_summary(result)
+            if cold:
+                print("note            the engine time above includes compiling the kernels "
+                      "(first run after an install only; later runs reuse numba's cache)")
             if out_dir is not None:
                 print(f"tables written to {out_dir}/")
             if report_path is not None:
