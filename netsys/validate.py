@@ -20,6 +20,9 @@ from ccmod.errors import CcmodInputError
 
 #: most (src, dst) pairs checked when a network is built
 MAX_CHECKED_PAIRS = 4096
+#: most hops followed when a network is built (long 1-D meshes have routes of n hops:
+#: the sample stops there so construction stays proportional to the network's size)
+MAX_CHECKED_HOPS = 400_000
 
 
 def sample_pairs(nnodes: int, limit: int = MAX_CHECKED_PAIRS) -> np.ndarray:
@@ -57,11 +60,19 @@ def check_network(net, pairs=None) -> None:
     if not np.all(np.isfinite(lat)) or np.any(lat < 0):
         raise CcmodInputError(f"network '{name}' has a link with a negative latency",
                               source="--network")
-    check_routes(net, sample_pairs(net.nnodes) if pairs is None else pairs)
+    if pairs is None:
+        check_routes(net, sample_pairs(net.nnodes), max_hops=MAX_CHECKED_HOPS)
+    else:
+        check_routes(net, pairs)
 
 
-def check_routes(net, pairs) -> None:
-    """Follow each route of ``pairs`` hop by hop (see the module docstring)."""
+def check_routes(net, pairs, max_hops: int | None = None) -> None:
+    """Follow each route of ``pairs`` hop by hop (see the module docstring).
+
+    ``max_hops`` stops the check (without error) once that many hops have been followed;
+    the first pairs of the sample (every node to and from node 0) come first.
+    """
+    followed = 0
     name = getattr(net, "name", "network")
     nl = len(net.link_names)
     ends = getattr(net, "link_ends", None)
@@ -73,7 +84,10 @@ def check_routes(net, pairs) -> None:
                                   f"{nl} links", source="--network")
     for s, d in np.asarray(pairs, dtype=np.int64).reshape(-1, 2):
         s, d = int(s), int(d)
+        if max_hops is not None and followed >= max_hops:
+            break
         hops = net.route(s, d)
+        followed += len(hops)
         if not hops:
             raise CcmodInputError(f"network '{name}': node {d} cannot be reached from node {s}",
                                   source="--network")
