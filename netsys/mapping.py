@@ -119,7 +119,7 @@ def _read_map_file(path: Path, nranks: int) -> np.ndarray:
                                   hint="lines are 'NODE' (in rank order) or 'RANK NODE'")
         lines = data.decode("utf-8").splitlines()
     except FileNotFoundError:
-        raise CcmodInputError("map file not found", source=src,
+        raise CcmodInputError("map file not found (given by --map)", source=src,
                               hint="--map takes block:K, cyclic:K or a file") from None
     except UnicodeDecodeError:
         raise CcmodInputError("not a map file (not UTF-8 text)", source=src) from None

@@ -73,7 +73,8 @@ class TopologyFile(BuiltNetwork):
                 self._err("not a topology file (binary content)")
             lines = data.decode("utf-8").splitlines()
         except FileNotFoundError:
-            self._err("topology file not found")
+            self._err("topology file not found (given by --network topology:file=...)",
+                      hint="give the path of an existing topology file")
         except UnicodeDecodeError:
             self._err("not a topology file (not UTF-8 text)")
         except OSError as exc:
