@@ -130,3 +130,19 @@ def test_long_one_dimensional_mesh_builds_in_proportion():
     res = run_cli("run", trace, "--network", "mesh:dims=65536", "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["makespan_s"] > 0
+
+
+def test_liballprof_communicator_declaring_huge_size_is_not_materialised(tmp_path):
+    # fuzz campaign: a communicator triple 'handle,rank,100000000' made `info` build a
+    # 1e8-element list (out of memory under a 4 GiB cap); the member count is checked first
+    import shutil
+    src = Path(__file__).resolve().parent / "data" / "liballprof"
+    dst = tmp_path / "liballprof"
+    shutil.copytree(src, dst)
+    f = dst / "mini-rank-1.dat"
+    text = f.read_text()
+    assert "6575616,1,2:" in text
+    f.write_text(text.replace("6575616,1,2:", "6575616,1,100000000:", 1))
+    res = run_cli("info", dst)
+    assert res.returncode in (0, 2), res.stderr
+    assert len(res.stderr.strip().splitlines()) <= 1

@@ -181,7 +181,8 @@ def _comm_table(per_rank, n):
     table = {}
     for (h, size), loc in seen.items():
         ranks_by_local = sorted(loc, key=lambda q: loc[q])
-        if sorted(loc.values()) == list(range(size)) and len(loc) == size:
+        # the count first: a (corrupt) declared size of 1e8 must not build a 1e8-list
+        if len(loc) == size and sorted(loc.values()) == list(range(size)):
             table[(h, size)] = ranks_by_local
         elif size == n and all(loc[q] == q for q in loc):
             table[(h, size)] = list(range(n))     # world-sized, identity where seen
