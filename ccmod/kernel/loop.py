@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from numba import njit
 
-from ccmod.kernel.ccmod_rule import (cc_end, cc_flush, cc_next_time, cc_pop_due, cc_set_free,
-                                     cc_start)
+from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
+                                     cc_set_free, cc_start)
 from ccmod.kernel.heaps import timer_pop, timer_set
-from ccmod.kernel.maxmin import mm_end, mm_next_time, mm_pop_due, mm_set_free, mm_start
+from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
+                                 mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_RECORDS, K_RHEAD, K_RTAIL,
                                 K_SEQ, K_STARTED, OP_AMREQUEST, OP_BARRIER, OP_COMPUTE,
@@ -364,7 +365,17 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
     budget = C.max_events
     while budget != 0:
         budget -= 1
-        tk = cc_next_time(CS) if C.sharing == 0 else mm_next_time(MS)
+        # the sharing rule's next completion, read here: a call passes every array of the
+        # rule's state (numba increfs each), too dear once per horizon when nothing changed
+        if C.sharing == 0:
+            si = CS.si
+            if si[N_NEW] != 0 or si[N_DEC] != 0 or si[N_INC] != 0 or si[N_TCH] != 0:
+                cc_flush(CS)
+            tk = CS.ev_t[CS.ev_item[0]] if CS.ev_len[0] > 0 else INF
+        else:
+            if MS.si[N_DIRTY] != 0:
+                mm_solve(MS)
+            tk = MS.tfin[MS.f_item[0]] if MS.si[F_LEN] > 0 else INF
         th = T.t[T.item[0]] if T.len[0] > 0 else INF
         kb = K.ks[K_BG]
         tb = BG.t[kb] if kb < nbg else INF
@@ -392,7 +403,7 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
             if kind == EV_COMPUTE:
                 _interval(C, R, L, x, R.comp_state[x], R.comp_start[x], t)
                 R.block_state[x] = RS_RUNNABLE
-                if not _busy(C, P, R, T, K, x, t):   # a handler that arrived just now
+                if R.hfree[x] <= t or not _busy(C, P, R, T, K, x, t):   # a handler just came
                     _advance(C, P, M, R, G, T, K, L, CS, MS, x, t)
             elif kind == EV_MSG_END:
                 _done(C, P, M, R, G, T, K, L, x - 2 * n, t)
@@ -415,7 +426,8 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
                         _ready(R, K, r)
             elif kind == EV_RESUME:
                 _resume(C, P, M, R, G, T, K, L, CS, MS, x - n, t)
-        _drain(C, P, M, R, G, T, K, L, CS, MS, t)
+        if K.ks[K_RHEAD] < K.ks[K_RTAIL]:    # skip the call (all arrays) when none is ready
+            _drain(C, P, M, R, G, T, K, L, CS, MS, t)
     K.kf[0] = t
     return False
 
