@@ -84,16 +84,16 @@ def _block(C, R, L, r, state, t):
 
 
 @njit(cache=True)
-def _busy(C, P, R, T, K, r, t):
+def _busy(C, n, R, T, K, r, t):
     """Delay a rank that would resume while its processor runs handlers."""
     if R.hfree[r] > t:
-        _timer(T, K, P.nranks + r, EV_RESUME, R.hfree[r])
+        _timer(T, K, n + r, EV_RESUME, R.hfree[r])
         return True
     return False
 
 
 @njit(cache=True)
-def _log_route(C, M, L, S, m, t, count):
+def _log_route(C, M, L, m, t, count):
     if C.record:
         for e in range(M.route_ptr[m], M.route_ptr[m + 1]):
             r = M.route_res[e]
@@ -105,56 +105,58 @@ def _share_start(C, M, L, CS, MS, m, t, work):
     _sig(C, L, t, SG_MSGSTART, m, 0, 0, 0, 0.0)
     if C.sharing == 0:
         cc_start(CS, m, t, work)
-        _log_route(C, M, L, CS, m, t, CS.count)
+        if C.record:   # the call passes arrays: skip it when not recording
+            _log_route(C, M, L, m, t, CS.count)
     else:
         mm_start(MS, m, t, work, M.flow_cap[m])
-        _log_route(C, M, L, MS, m, t, MS.count)
+        if C.record:   # the call passes arrays: skip it when not recording
+            _log_route(C, M, L, m, t, MS.count)
 
 
 @njit(cache=True)
-def _begin(C, P, M, R, G, T, K, L, CS, MS, m, t):
+def _begin(C, n, M, G, T, K, L, CS, MS, m, t):
     """The transfer of m begins (injection)."""
     G.t_start[m] = t
     q = M.quiet[m]
     _sig(C, L, t, SG_COMMCOST, m, 0, 0, 0, q)
     if M.unshared[m] or q <= 0.0 or M.route_ptr[m] == M.route_ptr[m + 1]:
-        _timer(T, K, 2 * P.nranks + m, EV_MSG_END, t + q)
+        _timer(T, K, 2 * n + m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
         _share_start(C, M, L, CS, MS, m, t, q)
     else:
-        _timer(T, K, 2 * P.nranks + m, EV_LAT_END, t + M.latency[m])
+        _timer(T, K, 2 * n + m, EV_LAT_END, t + M.latency[m])
 
 
 @njit(cache=True)
-def _start(C, P, M, R, G, T, K, L, CS, MS, m, t):
+def _start(C, n, M, G, T, K, L, CS, MS, m, t):
     """Both sides allow the transfer: inject now, or when the node's NIC gap allows."""
     if C.gap and not M.unshared[m] and M.route_ptr[m] < M.route_ptr[m + 1]:
         nd = M.node_of_rank[M.src[m]]
         t0 = max(t, G.nic_next[nd])
         G.nic_next[nd] = t0 + M.gap_s[nd]
         if t0 > t:
-            _timer(T, K, 2 * P.nranks + m, EV_START, t0)
+            _timer(T, K, 2 * n + m, EV_START, t0)
             return
-    _begin(C, P, M, R, G, T, K, L, CS, MS, m, t)
+    _begin(C, n, M, G, T, K, L, CS, MS, m, t)
 
 
 @njit(cache=True)
-def _post_send(C, P, M, R, G, T, K, L, CS, MS, m, t):
+def _post_send(C, n, M, G, T, K, L, CS, MS, m, t):
     G.t_post_send[m] = t
     _sig(C, L, t, SG_NEWSCOM, m, M.src[m], M.dst[m], M.nbytes[m], 0.0)
     if M.eager[m] or G.t_post_recv[m] < INF:
-        _start(C, P, M, R, G, T, K, L, CS, MS, m, t)
+        _start(C, n, M, G, T, K, L, CS, MS, m, t)
 
 
 @njit(cache=True)
-def _post_recv(C, P, M, R, G, T, K, L, CS, MS, m, t):
+def _post_recv(C, n, M, G, T, K, L, CS, MS, m, t):
     G.t_post_recv[m] = t
     if not M.eager[m] and G.t_post_send[m] < INF:
-        _start(C, P, M, R, G, T, K, L, CS, MS, m, t)
+        _start(C, n, M, G, T, K, L, CS, MS, m, t)
 
 
 @njit(cache=True)
-def _am_arrived(C, P, M, R, G, T, K, L, m, t):
+def _am_arrived(C, n, M, R, G, T, K, L, m, t):
     """Message m (a request or a reply) reached its destination: run its handler."""
     d = M.dst[m]
     h = M.handler_s[m]
@@ -169,15 +171,15 @@ def _am_arrived(C, P, M, R, G, T, K, L, m, t):
         R.h_inside[d] += h
     elif R.block_state[d] >= 0:
         R.h_inside[d] += h      # a blocked rank resumes only after its handlers
-    _timer(T, K, 2 * P.nranks + M.nmsg + m, EV_HANDLER_END, end)
+    _timer(T, K, 2 * n + M.nmsg + m, EV_HANDLER_END, end)
 
 
 @njit(cache=True)
-def _done(C, P, M, R, G, T, K, L, m, t):
+def _done(C, n, M, R, G, T, K, L, m, t):
     G.t_end[m] = t
     _sig(C, L, t, SG_MSGEND, m, 0, 0, 0, 0.0)
     if M.kind[m]:
-        _am_arrived(C, P, M, R, G, T, K, L, m, t)
+        _am_arrived(C, n, M, R, G, T, K, L, m, t)
         return
     r = G.send_waiter[m]
     if r >= 0:
@@ -245,14 +247,14 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
                 R.paid_pc[r] = pc       # the CPU overhead comes before the post
                 _busy_for(C, R, T, K, r, t, M.o_send[m], STATE_OVERHEAD)
                 break
-            _post_send(C, P, M, R, G, T, K, L, CS, MS, m, t)
+            _post_send(C, P.nranks, M, G, T, K, L, CS, MS, m, t)
             pc += 1
             if o == OP_SEND and _wait_on(C, M, R, G, r, m, 0):
                 _block(C, R, L, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
             m = P.rec_msg[pc]
-            _post_recv(C, P, M, R, G, T, K, L, CS, MS, m, t)
+            _post_recv(C, P.nranks, M, G, T, K, L, CS, MS, m, t)
             pc += 1
             if o == OP_RECV and _wait_on(C, M, R, G, r, m, 1):
                 _block(C, R, L, r, STATE_RECV, t)
@@ -277,7 +279,7 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
             pc += 1
             G.t_post_send[m] = t
             G.t_post_recv[m] = t
-            _start(C, P, M, R, G, T, K, L, CS, MS, m, t)
+            _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t)
             G.am_waiter[m] = r
             R.pending[r] += 1
             _block(C, R, L, r, STATE_WAIT, t)
@@ -305,7 +307,7 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
 
 @njit(cache=True)
 def _resume(C, P, M, R, G, T, K, L, CS, MS, r, t):
-    if _busy(C, P, R, T, K, r, t):
+    if _busy(C, P.nranks, R, T, K, r, t):
         return
     s = R.block_state[r]
     if s >= 0:
@@ -325,25 +327,27 @@ def _drain(C, P, M, R, G, T, K, L, CS, MS, t):
 
 
 @njit(cache=True)
-def _shared_due(C, M, R, G, T, K, L, CS, MS, P, t):
+def _shared_due(C, n, M, R, G, T, K, L, CS, MS, t):
     """Messages finishing under the sharing rule at t."""
     if C.sharing == 0:
         nd = cc_pop_due(CS, t, G.bott)
         for i in range(nd):
             m = CS.done[i]
             cc_end(CS, m, t)
-            _log_route(C, M, L, CS, m, t, CS.count)
+            if C.record:   # the call passes arrays: skip it when not recording
+                _log_route(C, M, L, m, t, CS.count)
         cc_flush(CS)
         for i in range(nd):
-            _done(C, P, M, R, G, T, K, L, CS.done[i], t)
+            _done(C, n, M, R, G, T, K, L, CS.done[i], t)
     else:
         nd = mm_pop_due(MS, t, G.bott)
         for i in range(nd):
             m = MS.done[i]
             mm_end(MS, m, t)
-            _log_route(C, M, L, MS, m, t, MS.count)
+            if C.record:   # the call passes arrays: skip it when not recording
+                _log_route(C, M, L, m, t, MS.count)
         for i in range(nd):
-            _done(C, P, M, R, G, T, K, L, MS.done[i], t)
+            _done(C, n, M, R, G, T, K, L, MS.done[i], t)
 
 
 @njit(cache=True)
@@ -396,29 +400,29 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
                 kb += 1
             K.ks[K_BG] = kb
         elif tk <= th:
-            _shared_due(C, M, R, G, T, K, L, CS, MS, P, t)
+            _shared_due(C, n, M, R, G, T, K, L, CS, MS, t)
         else:
             x = timer_pop(T.item, T.pos, T.t, T.seq, T.len)
             kind = T.kind[x]
             if kind == EV_COMPUTE:
                 _interval(C, R, L, x, R.comp_state[x], R.comp_start[x], t)
                 R.block_state[x] = RS_RUNNABLE
-                if R.hfree[x] <= t or not _busy(C, P, R, T, K, x, t):   # a handler just came
+                if R.hfree[x] <= t or not _busy(C, n, R, T, K, x, t):   # a handler just came
                     _advance(C, P, M, R, G, T, K, L, CS, MS, x, t)
             elif kind == EV_MSG_END:
-                _done(C, P, M, R, G, T, K, L, x - 2 * n, t)
+                _done(C, n, M, R, G, T, K, L, x - 2 * n, t)
             elif kind == EV_LAT_END:
                 m = x - 2 * n
                 work = M.quiet[m] - M.latency[m] if C.sharing == 0 else float(M.nbytes[m])
                 _share_start(C, M, L, CS, MS, m, t, work)
             elif kind == EV_START:
-                _begin(C, P, M, R, G, T, K, L, CS, MS, x - 2 * n, t)
+                _begin(C, n, M, G, T, K, L, CS, MS, x - 2 * n, t)
             elif kind == EV_HANDLER_END:
                 m = x - 2 * n - M.nmsg
                 if M.kind[m] == 1:       # request handled: the server replies now
                     G.t_post_send[m + 1] = t
                     G.t_post_recv[m + 1] = t
-                    _start(C, P, M, R, G, T, K, L, CS, MS, m + 1, t)
+                    _start(C, n, M, G, T, K, L, CS, MS, m + 1, t)
                 else:                    # reply handled: the requester goes on
                     r = G.am_waiter[m - 1]
                     R.pending[r] -= 1
