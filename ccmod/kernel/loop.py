@@ -114,8 +114,17 @@ def _share_start(C, M, L, CS, MS, m, t, work):
 
 
 @njit(cache=True)
-def _begin(C, n, M, G, T, K, L, CS, MS, m, t):
-    """The transfer of m begins (injection)."""
+def _start(C, n, M, G, T, K, L, CS, MS, m, t, gap):
+    """Both sides allow the transfer: inject now, or (``gap``) when the node's NIC gap
+    allows (then this is called again at that time with ``gap`` False)."""
+    if gap and C.gap and not M.unshared[m] and M.route_ptr[m] < M.route_ptr[m + 1]:
+        nd = M.node_of_rank[M.src[m]]
+        t0 = max(t, G.nic_next[nd])
+        G.nic_next[nd] = t0 + M.gap_s[nd]
+        if t0 > t:
+            _timer(T, K, 2 * n + m, EV_START, t0)
+            return
+    # the transfer of m begins (injection)
     G.t_start[m] = t
     q = M.quiet[m]
     _sig(C, L, t, SG_COMMCOST, m, 0, 0, 0, q)
@@ -125,34 +134,6 @@ def _begin(C, n, M, G, T, K, L, CS, MS, m, t):
         _share_start(C, M, L, CS, MS, m, t, q)
     else:
         _timer(T, K, 2 * n + m, EV_LAT_END, t + M.latency[m])
-
-
-@njit(cache=True)
-def _start(C, n, M, G, T, K, L, CS, MS, m, t):
-    """Both sides allow the transfer: inject now, or when the node's NIC gap allows."""
-    if C.gap and not M.unshared[m] and M.route_ptr[m] < M.route_ptr[m + 1]:
-        nd = M.node_of_rank[M.src[m]]
-        t0 = max(t, G.nic_next[nd])
-        G.nic_next[nd] = t0 + M.gap_s[nd]
-        if t0 > t:
-            _timer(T, K, 2 * n + m, EV_START, t0)
-            return
-    _begin(C, n, M, G, T, K, L, CS, MS, m, t)
-
-
-@njit(cache=True)
-def _post_send(C, n, M, G, T, K, L, CS, MS, m, t):
-    G.t_post_send[m] = t
-    _sig(C, L, t, SG_NEWSCOM, m, M.src[m], M.dst[m], M.nbytes[m], 0.0)
-    if M.eager[m] or G.t_post_recv[m] < INF:
-        _start(C, n, M, G, T, K, L, CS, MS, m, t)
-
-
-@njit(cache=True)
-def _post_recv(C, n, M, G, T, K, L, CS, MS, m, t):
-    G.t_post_recv[m] = t
-    if not M.eager[m] and G.t_post_send[m] < INF:
-        _start(C, n, M, G, T, K, L, CS, MS, m, t)
 
 
 @njit(cache=True)
@@ -247,14 +228,19 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
                 R.paid_pc[r] = pc       # the CPU overhead comes before the post
                 _busy_for(C, R, T, K, r, t, M.o_send[m], STATE_OVERHEAD)
                 break
-            _post_send(C, P.nranks, M, G, T, K, L, CS, MS, m, t)
+            G.t_post_send[m] = t
+            _sig(C, L, t, SG_NEWSCOM, m, M.src[m], M.dst[m], M.nbytes[m], 0.0)
+            if M.eager[m] or G.t_post_recv[m] < INF:
+                _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
             pc += 1
             if o == OP_SEND and _wait_on(C, M, R, G, r, m, 0):
                 _block(C, R, L, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
             m = P.rec_msg[pc]
-            _post_recv(C, P.nranks, M, G, T, K, L, CS, MS, m, t)
+            G.t_post_recv[m] = t
+            if not M.eager[m] and G.t_post_send[m] < INF:
+                _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
             pc += 1
             if o == OP_RECV and _wait_on(C, M, R, G, r, m, 1):
                 _block(C, R, L, r, STATE_RECV, t)
@@ -279,7 +265,7 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
             pc += 1
             G.t_post_send[m] = t
             G.t_post_recv[m] = t
-            _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t)
+            _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
             G.am_waiter[m] = r
             R.pending[r] += 1
             _block(C, R, L, r, STATE_WAIT, t)
@@ -306,15 +292,20 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
 
 
 @njit(cache=True)
-def _resume(C, P, M, R, G, T, K, L, CS, MS, r, t):
-    if _busy(C, P.nranks, R, T, K, r, t):
-        return
+def _unblock(C, n, R, T, K, L, r, t):
+    """Rank r is released at t: close its blocked interval; False if handlers delay it.
+
+    The caller then calls :func:`_advance` (kept out of here: a call passing every array
+    costs an incref per array).
+    """
+    if R.hfree[r] > t and _busy(C, n, R, T, K, r, t):
+        return False
     s = R.block_state[r]
     if s >= 0:
         _interval(C, R, L, r, s, R.t_block[r], t)
     R.pending[r] = 0
     R.block_state[r] = RS_RUNNABLE
-    _advance(C, P, M, R, G, T, K, L, CS, MS, r, t)
+    return True
 
 
 @njit(cache=True)
@@ -323,7 +314,8 @@ def _drain(C, P, M, R, G, T, K, L, CS, MS, t):
     while K.ks[K_RHEAD] < K.ks[K_RTAIL]:
         r = R.ready[K.ks[K_RHEAD] % cap]
         K.ks[K_RHEAD] += 1
-        _resume(C, P, M, R, G, T, K, L, CS, MS, r, t)
+        if _unblock(C, P.nranks, R, T, K, L, r, t):
+            _advance(C, P, M, R, G, T, K, L, CS, MS, r, t)
 
 
 @njit(cache=True)
@@ -416,20 +408,21 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
                 work = M.quiet[m] - M.latency[m] if C.sharing == 0 else float(M.nbytes[m])
                 _share_start(C, M, L, CS, MS, m, t, work)
             elif kind == EV_START:
-                _begin(C, n, M, G, T, K, L, CS, MS, x - 2 * n, t)
+                _start(C, n, M, G, T, K, L, CS, MS, x - 2 * n, t, False)
             elif kind == EV_HANDLER_END:
                 m = x - 2 * n - M.nmsg
                 if M.kind[m] == 1:       # request handled: the server replies now
                     G.t_post_send[m + 1] = t
                     G.t_post_recv[m + 1] = t
-                    _start(C, n, M, G, T, K, L, CS, MS, m + 1, t)
+                    _start(C, n, M, G, T, K, L, CS, MS, m + 1, t, True)
                 else:                    # reply handled: the requester goes on
                     r = G.am_waiter[m - 1]
                     R.pending[r] -= 1
                     if R.pending[r] == 0:
                         _ready(R, K, r)
             elif kind == EV_RESUME:
-                _resume(C, P, M, R, G, T, K, L, CS, MS, x - n, t)
+                if _unblock(C, n, R, T, K, L, x - n, t):
+                    _advance(C, P, M, R, G, T, K, L, CS, MS, x - n, t)
         if K.ks[K_RHEAD] < K.ks[K_RTAIL]:    # skip the call (all arrays) when none is ready
             _drain(C, P, M, R, G, T, K, L, CS, MS, t)
     K.kf[0] = t
