@@ -144,13 +144,13 @@ def _alt_out(a_res, a_item, a_pos, altval, seg, a_len, m):
 
 
 @njit(cache=True)
-def _push_alt(S, m, b):
-    alt, _ = _best(S.route_ptr, S.route_res, S.share, m, b)
-    _alt_out(S.a_res, S.a_item, S.a_pos, S.altval, S.seg, S.a_len, m)
-    S.altval[m] = alt
+def _push_alt(route_ptr, route_res, share, a_res, a_item, a_pos, altval, seg, a_len, m, b):
+    alt, _ = _best(route_ptr, route_res, share, m, b)
+    _alt_out(a_res, a_item, a_pos, altval, seg, a_len, m)
+    altval[m] = alt
     if alt < INF:
-        iheap_push(S.a_item, S.a_pos, S.altval, S.seg[b], S.a_len, b, m)
-        S.a_res[m] = b
+        iheap_push(a_item, a_pos, altval, seg[b], a_len, b, m)
+        a_res[m] = b
 
 
 @njit(cache=True)
@@ -187,7 +187,8 @@ def _join(S, m, r, t, remaining):
             _others_del(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
         else:
             _others_add(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
-    _push_alt(S, m, r)
+    _push_alt(S.route_ptr, S.route_res, S.share, S.a_res, S.a_item, S.a_pos, S.altval,
+              S.seg, S.a_len, m, r)
     _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
@@ -204,19 +205,19 @@ def _move(S, m, r_new, t):
 
 
 @njit(cache=True)
-def _touch(S, r, t):
+def _touch(g_len, g_item, seg, vfin, share, v_at, t_at, ev_item, ev_pos, ev_t, ev_len, r, t):
     """Re-schedule the next completion of group r (its rate or head changed)."""
-    if S.g_len[r] == 0 or S.share[r] == INF:
-        if S.ev_pos[r] >= 0:
-            iheap_remove(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+    if g_len[r] == 0 or share[r] == INF:
+        if ev_pos[r] >= 0:
+            iheap_remove(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
         return
-    head = S.g_item[S.seg[r]]
-    dv = S.vfin[head] - _vclock(S.share, S.v_at, S.t_at, r, t)
-    S.ev_t[r] = t + (dv / S.share[r] if dv > 0.0 else 0.0)
-    if S.ev_pos[r] >= 0:
-        iheap_update(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+    head = g_item[seg[r]]
+    dv = vfin[head] - _vclock(share, v_at, t_at, r, t)
+    ev_t[r] = t + (dv / share[r] if dv > 0.0 else 0.0)
+    if ev_pos[r] >= 0:
+        iheap_update(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
     else:
-        iheap_push(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+        iheap_push(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
 
 
 @njit(cache=True)
@@ -267,7 +268,8 @@ def cc_flush(S):
         if b != bott[m2]:
             _move(S, m2, b, t)
         else:
-            _push_alt(S, m2, b)
+            _push_alt(S.route_ptr, S.route_res, S.share, S.a_res, S.a_item, S.a_pos, S.altval,
+                      S.seg, S.a_len, m2, b)
     for i in range(si[N_NEW]):
         m = S.new_m[i]
         _, b = _best(S.route_ptr, S.route_res, S.share, m, -1)
@@ -278,7 +280,8 @@ def cc_flush(S):
     si[N_TCH] = 0
     for r in touched:
         S.tch_f[r] = False
-        _touch(S, r, t)
+        _touch(S.g_len, S.g_item, S.seg, S.vfin, S.share, S.v_at, S.t_at, S.ev_item,
+               S.ev_pos, S.ev_t, S.ev_len, r, t)
 
 
 @njit(cache=True)
