@@ -399,7 +399,15 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
             if kind == EV_COMPUTE:
                 _interval(C, R, L, x, R.comp_state[x], R.comp_start[x], t)
                 R.block_state[x] = RS_RUNNABLE
-                if R.hfree[x] <= t or not _busy(C, n, R, T, K, x, t):   # a handler just came
+                pc = R.pc[x]
+                if (R.hfree[x] <= t and R.ovh_due[x] <= 0.0 and pc < P.rank_ptr[x + 1]
+                        and P.op[pc] == OP_COMPUTE and P.dur[pc] > 0.0):
+                    # compute after compute, as _advance would do it, without the call
+                    # that passes every array
+                    R.pc[x] = pc + 1
+                    K.ks[K_RECORDS] += 1
+                    _busy_for(C, R, T, K, x, t, P.dur[pc], STATE_COMPUTE)
+                elif R.hfree[x] <= t or not _busy(C, n, R, T, K, x, t):   # a handler came
                     _advance(C, P, M, R, G, T, K, L, CS, MS, x, t)
             elif kind == EV_MSG_END:
                 _done(C, n, M, R, G, T, K, L, x - 2 * n, t)
