@@ -71,11 +71,18 @@ def cc_new(nresources, background, route_ptr, route_res, seg_cap=None):
 
 
 @njit(cache=True)
-def cc_vclock(S, r, t):
-    s = S.share[r]
+def _vclock(share, v_at, t_at, r, t):
+    # the few arrays it reads, not the state tuple: a call increfs every array it is given
+    s = share[r]
     if s == INF:
-        return S.v_at[r]
-    return S.v_at[r] + s * (t - S.t_at[r])
+        return v_at[r]
+    return v_at[r] + s * (t - t_at[r])
+
+
+@njit(cache=True)
+def cc_vclock(S, r, t):
+    """Virtual clock (quiet-seconds served per message) of group r at time t."""
+    return _vclock(S.share, S.v_at, S.t_at, r, t)
 
 
 @njit(cache=True)
@@ -89,33 +96,39 @@ def _mark(flag, lst, si, k, r):
 @njit(cache=True)
 def cc_set_count(S, r, t, delta):
     """Change the contention of resource r at time t (integrating its statistics)."""
-    S.v_at[r] = cc_vclock(S, r, t)
-    S.t_at[r] = t
-    c0 = S.count[r]
+    return _set_count(S.free, S.count, S.share, S.v_at, S.t_at, S.peak, S.area, S.busy,
+                      S.t_chg, r, t, delta)
+
+
+@njit(cache=True)
+def _set_count(free, count, share, v_at, t_at, peak, area, busy, t_chg, r, t, delta):
+    v_at[r] = _vclock(share, v_at, t_at, r, t)
+    t_at[r] = t
+    c0 = count[r]
     if c0:
-        dt = t - S.t_chg[r]
-        S.area[r] += c0 * dt
-        S.busy[r] += dt
-    S.t_chg[r] = t
+        dt = t - t_chg[r]
+        area[r] += c0 * dt
+        busy[r] += dt
+    t_chg[r] = t
     c = c0 + delta
-    S.count[r] = c
-    S.share[r] = S.free[r] / c if c > 0 else INF
-    if c > S.peak[r]:
-        S.peak[r] = c
+    count[r] = c
+    share[r] = free[r] / c if c > 0 else INF
+    if c > peak[r]:
+        peak[r] = c
     if c == 0:
-        S.v_at[r] = 0.0      # empty group: restart its clock (keeps precision)
+        v_at[r] = 0.0      # empty group: restart its clock (keeps precision)
     return c
 
 
 @njit(cache=True)
-def _best(S, m, exclude):
+def _best(route_ptr, route_res, share, m, exclude):
     """(min share, resource) over m's route, optionally excluding one resource."""
     best = INF
     br = -1
-    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
-        r = S.route_res[e]
+    for e in range(route_ptr[m], route_ptr[m + 1]):
+        r = route_res[e]
         if r != exclude:
-            s = S.share[r]
+            s = share[r]
             if s < best or (s == best and r < br):
                 best = s
                 br = r
@@ -123,87 +136,88 @@ def _best(S, m, exclude):
 
 
 @njit(cache=True)
-def _alt_out(S, m):
-    h = S.a_res[m]
+def _alt_out(a_res, a_item, a_pos, altval, seg, a_len, m):
+    h = a_res[m]
     if h >= 0:
-        iheap_remove(S.a_item, S.a_pos, S.altval, S.seg[h], S.a_len, h, m)
-        S.a_res[m] = -1
+        iheap_remove(a_item, a_pos, altval, seg[h], a_len, h, m)
+        a_res[m] = -1
 
 
 @njit(cache=True)
-def _push_alt(S, m, b):
-    alt, _ = _best(S, m, b)
-    _alt_out(S, m)
-    S.altval[m] = alt
+def _push_alt(route_ptr, route_res, share, a_res, a_item, a_pos, altval, seg, a_len, m, b):
+    alt, _ = _best(route_ptr, route_res, share, m, b)
+    _alt_out(a_res, a_item, a_pos, altval, seg, a_len, m)
+    altval[m] = alt
     if alt < INF:
-        iheap_push(S.a_item, S.a_pos, S.altval, S.seg[b], S.a_len, b, m)
-        S.a_res[m] = b
+        iheap_push(a_item, a_pos, altval, seg[b], a_len, b, m)
+        a_res[m] = b
 
 
 @njit(cache=True)
-def _others_add(S, e):
-    r = S.route_res[e]
-    if S.o_pos[e] < 0:
-        n = S.o_len[r]
-        S.o_item[S.seg[r] + n] = e
-        S.o_pos[e] = n
-        S.o_len[r] = n + 1
+def _others_add(route_res, o_pos, o_len, o_item, seg, e):
+    r = route_res[e]
+    if o_pos[e] < 0:
+        n = o_len[r]
+        o_item[seg[r] + n] = e
+        o_pos[e] = n
+        o_len[r] = n + 1
 
 
 @njit(cache=True)
-def _others_del(S, e):
-    i = S.o_pos[e]
+def _others_del(route_res, o_pos, o_len, o_item, seg, e):
+    i = o_pos[e]
     if i >= 0:
-        r = S.route_res[e]
-        n = S.o_len[r] - 1
-        last = S.o_item[S.seg[r] + n]
-        S.o_item[S.seg[r] + i] = last
-        S.o_pos[last] = i
-        S.o_len[r] = n
-        S.o_pos[e] = -1
+        r = route_res[e]
+        n = o_len[r] - 1
+        last = o_item[seg[r] + n]
+        o_item[seg[r] + i] = last
+        o_pos[last] = i
+        o_len[r] = n
+        o_pos[e] = -1
 
 
 @njit(cache=True)
 def _join(S, m, r, t, remaining):
     """Put m into group r with ``remaining`` quiet-seconds of work."""
     S.bott[m] = r
-    S.vfin[m] = cc_vclock(S, r, t) + remaining
+    S.vfin[m] = _vclock(S.share, S.v_at, S.t_at, r, t) + remaining
     iheap_push(S.g_item, S.g_pos, S.vfin, S.seg[r], S.g_len, r, m)
     for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
         if S.route_res[e] == r:
-            _others_del(S, e)
+            _others_del(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
         else:
-            _others_add(S, e)
-    _push_alt(S, m, r)
+            _others_add(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
+    _push_alt(S.route_ptr, S.route_res, S.share, S.a_res, S.a_item, S.a_pos, S.altval,
+              S.seg, S.a_len, m, r)
     _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
 @njit(cache=True)
 def _move(S, m, r_new, t):
     old = S.bott[m]
-    rem = S.vfin[m] - cc_vclock(S, old, t)
+    rem = S.vfin[m] - _vclock(S.share, S.v_at, S.t_at, old, t)
     iheap_remove(S.g_item, S.g_pos, S.vfin, S.seg[old], S.g_len, old, m)
     for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
         if S.route_res[e] == old:
-            _others_add(S, e)
+            _others_add(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
     _mark(S.tch_f, S.tch_l, S.si, N_TCH, old)
     _join(S, m, r_new, t, rem if rem > 0.0 else 0.0)
 
 
 @njit(cache=True)
-def _touch(S, r, t):
+def _touch(g_len, g_item, seg, vfin, share, v_at, t_at, ev_item, ev_pos, ev_t, ev_len, r, t):
     """Re-schedule the next completion of group r (its rate or head changed)."""
-    if S.g_len[r] == 0 or S.share[r] == INF:
-        if S.ev_pos[r] >= 0:
-            iheap_remove(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+    if g_len[r] == 0 or share[r] == INF:
+        if ev_pos[r] >= 0:
+            iheap_remove(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
         return
-    head = S.g_item[S.seg[r]]
-    dv = S.vfin[head] - cc_vclock(S, r, t)
-    S.ev_t[r] = t + (dv / S.share[r] if dv > 0.0 else 0.0)
-    if S.ev_pos[r] >= 0:
-        iheap_update(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+    head = g_item[seg[r]]
+    dv = vfin[head] - _vclock(share, v_at, t_at, r, t)
+    ev_t[r] = t + (dv / share[r] if dv > 0.0 else 0.0)
+    if ev_pos[r] >= 0:
+        iheap_update(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
     else:
-        iheap_push(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+        iheap_push(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
 
 
 @njit(cache=True)
@@ -250,14 +264,15 @@ def cc_flush(S):
     cand = np.sort(S.cand_l[:nc])
     for m2 in cand:
         S.cand_f[m2] = False
-        _, b = _best(S, m2, -1)
+        _, b = _best(S.route_ptr, S.route_res, S.share, m2, -1)
         if b != bott[m2]:
             _move(S, m2, b, t)
         else:
-            _push_alt(S, m2, b)
+            _push_alt(S.route_ptr, S.route_res, S.share, S.a_res, S.a_item, S.a_pos, S.altval,
+                      S.seg, S.a_len, m2, b)
     for i in range(si[N_NEW]):
         m = S.new_m[i]
-        _, b = _best(S, m, -1)
+        _, b = _best(S.route_ptr, S.route_res, S.share, m, -1)
         _join(S, m, b, t, S.new_w[i])
     si[N_NEW] = 0
     nt = si[N_TCH]
@@ -265,7 +280,8 @@ def cc_flush(S):
     si[N_TCH] = 0
     for r in touched:
         S.tch_f[r] = False
-        _touch(S, r, t)
+        _touch(S.g_len, S.g_item, S.seg, S.vfin, S.share, S.v_at, S.t_at, S.ev_item,
+               S.ev_pos, S.ev_t, S.ev_len, r, t)
 
 
 @njit(cache=True)
@@ -279,10 +295,12 @@ def cc_at(S, t):
 @njit(cache=True)
 def cc_start(S, m, t, work):
     """Message m begins with ``work`` quiet-seconds on its route at time t."""
-    cc_at(S, t)
+    if t != S.sf[0]:
+        cc_at(S, t)
     for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
         r = S.route_res[e]
-        cc_set_count(S, r, t, 1)
+        _set_count(S.free, S.count, S.share, S.v_at, S.t_at, S.peak, S.area, S.busy,
+                   S.t_chg, r, t, 1)
         _mark(S.dec_f, S.dec_l, S.si, N_DEC, r)
         _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
     S.new_m[S.si[N_NEW]] = m
@@ -295,7 +313,7 @@ def cc_start(S, m, t, work):
 def cc_set_free(S, r, t, free):
     """Background step: resource r keeps the fraction ``free`` for messages from t on."""
     cc_at(S, t)
-    S.v_at[r] = cc_vclock(S, r, t)
+    S.v_at[r] = _vclock(S.share, S.v_at, S.t_at, r, t)
     S.t_at[r] = t
     old = S.share[r]
     S.free[r] = free
@@ -328,7 +346,7 @@ def cc_pop_due(S, t, bott_out):
         r = S.ev_item[0]
         iheap_remove(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
         o = S.seg[r]
-        vt = cc_vclock(S, r, t)
+        vt = _vclock(S.share, S.v_at, S.t_at, r, t)
         # rounding of the virtual clock only: relative to its magnitude, so a long busy
         # period does not merge completions that are really apart
         tol = 16 * 2.2e-16 * abs(vt)
@@ -347,7 +365,7 @@ def cc_pop_due(S, t, bott_out):
         m = S.done[i]
         bott_out[m] = S.bott[m]
         S.bott[m] = -1
-        _alt_out(S, m)
+        _alt_out(S.a_res, S.a_item, S.a_pos, S.altval, S.seg, S.a_len, m)
         S.altval[m] = INF
     S.si[N_DONE] = nd
     return nd
@@ -358,8 +376,9 @@ def cc_end(S, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
         r = S.route_res[e]
-        _others_del(S, e)
-        cc_set_count(S, r, t, -1)
+        _others_del(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
+        _set_count(S.free, S.count, S.share, S.v_at, S.t_at, S.peak, S.area, S.busy,
+                   S.t_chg, r, t, -1)
         _mark(S.inc_f, S.inc_l, S.si, N_INC, r)
         _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
     S.si[N_ACTIVE] -= 1

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from numba import njit
 
-from ccmod.kernel.ccmod_rule import (cc_end, cc_flush, cc_next_time, cc_pop_due, cc_set_free,
-                                     cc_start)
+from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
+                                     cc_set_free, cc_start)
 from ccmod.kernel.heaps import timer_pop, timer_set
-from ccmod.kernel.maxmin import mm_end, mm_next_time, mm_pop_due, mm_set_free, mm_start
+from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
+                                 mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_RECORDS, K_RHEAD, K_RTAIL,
                                 K_SEQ, K_STARTED, OP_AMREQUEST, OP_BARRIER, OP_COMPUTE,
@@ -83,16 +84,16 @@ def _block(C, R, L, r, state, t):
 
 
 @njit(cache=True)
-def _busy(C, P, R, T, K, r, t):
+def _busy(C, n, R, T, K, r, t):
     """Delay a rank that would resume while its processor runs handlers."""
     if R.hfree[r] > t:
-        _timer(T, K, P.nranks + r, EV_RESUME, R.hfree[r])
+        _timer(T, K, n + r, EV_RESUME, R.hfree[r])
         return True
     return False
 
 
 @njit(cache=True)
-def _log_route(C, M, L, S, m, t, count):
+def _log_route(C, M, L, m, t, count):
     if C.record:
         for e in range(M.route_ptr[m], M.route_ptr[m + 1]):
             r = M.route_res[e]
@@ -104,56 +105,39 @@ def _share_start(C, M, L, CS, MS, m, t, work):
     _sig(C, L, t, SG_MSGSTART, m, 0, 0, 0, 0.0)
     if C.sharing == 0:
         cc_start(CS, m, t, work)
-        _log_route(C, M, L, CS, m, t, CS.count)
+        if C.record:   # the call passes arrays: skip it when not recording
+            _log_route(C, M, L, m, t, CS.count)
     else:
         mm_start(MS, m, t, work, M.flow_cap[m])
-        _log_route(C, M, L, MS, m, t, MS.count)
+        if C.record:   # the call passes arrays: skip it when not recording
+            _log_route(C, M, L, m, t, MS.count)
 
 
 @njit(cache=True)
-def _begin(C, P, M, R, G, T, K, L, CS, MS, m, t):
-    """The transfer of m begins (injection)."""
-    G.t_start[m] = t
-    q = M.quiet[m]
-    _sig(C, L, t, SG_COMMCOST, m, 0, 0, 0, q)
-    if M.unshared[m] or q <= 0.0 or M.route_ptr[m] == M.route_ptr[m + 1]:
-        _timer(T, K, 2 * P.nranks + m, EV_MSG_END, t + q)
-    elif C.sharing == 0 and not C.lat_unshared:
-        _share_start(C, M, L, CS, MS, m, t, q)
-    else:
-        _timer(T, K, 2 * P.nranks + m, EV_LAT_END, t + M.latency[m])
-
-
-@njit(cache=True)
-def _start(C, P, M, R, G, T, K, L, CS, MS, m, t):
-    """Both sides allow the transfer: inject now, or when the node's NIC gap allows."""
-    if C.gap and not M.unshared[m] and M.route_ptr[m] < M.route_ptr[m + 1]:
+def _start(C, n, M, G, T, K, L, CS, MS, m, t, gap):
+    """Both sides allow the transfer: inject now, or (``gap``) when the node's NIC gap
+    allows (then this is called again at that time with ``gap`` False)."""
+    if gap and C.gap and not M.unshared[m] and M.route_ptr[m] < M.route_ptr[m + 1]:
         nd = M.node_of_rank[M.src[m]]
         t0 = max(t, G.nic_next[nd])
         G.nic_next[nd] = t0 + M.gap_s[nd]
         if t0 > t:
-            _timer(T, K, 2 * P.nranks + m, EV_START, t0)
+            _timer(T, K, 2 * n + m, EV_START, t0)
             return
-    _begin(C, P, M, R, G, T, K, L, CS, MS, m, t)
+    # the transfer of m begins (injection)
+    G.t_start[m] = t
+    q = M.quiet[m]
+    _sig(C, L, t, SG_COMMCOST, m, 0, 0, 0, q)
+    if M.unshared[m] or q <= 0.0 or M.route_ptr[m] == M.route_ptr[m + 1]:
+        _timer(T, K, 2 * n + m, EV_MSG_END, t + q)
+    elif C.sharing == 0 and not C.lat_unshared:
+        _share_start(C, M, L, CS, MS, m, t, q)
+    else:
+        _timer(T, K, 2 * n + m, EV_LAT_END, t + M.latency[m])
 
 
 @njit(cache=True)
-def _post_send(C, P, M, R, G, T, K, L, CS, MS, m, t):
-    G.t_post_send[m] = t
-    _sig(C, L, t, SG_NEWSCOM, m, M.src[m], M.dst[m], M.nbytes[m], 0.0)
-    if M.eager[m] or G.t_post_recv[m] < INF:
-        _start(C, P, M, R, G, T, K, L, CS, MS, m, t)
-
-
-@njit(cache=True)
-def _post_recv(C, P, M, R, G, T, K, L, CS, MS, m, t):
-    G.t_post_recv[m] = t
-    if not M.eager[m] and G.t_post_send[m] < INF:
-        _start(C, P, M, R, G, T, K, L, CS, MS, m, t)
-
-
-@njit(cache=True)
-def _am_arrived(C, P, M, R, G, T, K, L, m, t):
+def _am_arrived(C, n, M, R, G, T, K, L, m, t):
     """Message m (a request or a reply) reached its destination: run its handler."""
     d = M.dst[m]
     h = M.handler_s[m]
@@ -168,15 +152,15 @@ def _am_arrived(C, P, M, R, G, T, K, L, m, t):
         R.h_inside[d] += h
     elif R.block_state[d] >= 0:
         R.h_inside[d] += h      # a blocked rank resumes only after its handlers
-    _timer(T, K, 2 * P.nranks + M.nmsg + m, EV_HANDLER_END, end)
+    _timer(T, K, 2 * n + M.nmsg + m, EV_HANDLER_END, end)
 
 
 @njit(cache=True)
-def _done(C, P, M, R, G, T, K, L, m, t):
+def _done(C, n, M, R, G, T, K, L, m, t):
     G.t_end[m] = t
     _sig(C, L, t, SG_MSGEND, m, 0, 0, 0, 0.0)
     if M.kind[m]:
-        _am_arrived(C, P, M, R, G, T, K, L, m, t)
+        _am_arrived(C, n, M, R, G, T, K, L, m, t)
         return
     r = G.send_waiter[m]
     if r >= 0:
@@ -244,14 +228,19 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
                 R.paid_pc[r] = pc       # the CPU overhead comes before the post
                 _busy_for(C, R, T, K, r, t, M.o_send[m], STATE_OVERHEAD)
                 break
-            _post_send(C, P, M, R, G, T, K, L, CS, MS, m, t)
+            G.t_post_send[m] = t
+            _sig(C, L, t, SG_NEWSCOM, m, M.src[m], M.dst[m], M.nbytes[m], 0.0)
+            if M.eager[m] or G.t_post_recv[m] < INF:
+                _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
             pc += 1
             if o == OP_SEND and _wait_on(C, M, R, G, r, m, 0):
                 _block(C, R, L, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
             m = P.rec_msg[pc]
-            _post_recv(C, P, M, R, G, T, K, L, CS, MS, m, t)
+            G.t_post_recv[m] = t
+            if not M.eager[m] and G.t_post_send[m] < INF:
+                _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
             pc += 1
             if o == OP_RECV and _wait_on(C, M, R, G, r, m, 1):
                 _block(C, R, L, r, STATE_RECV, t)
@@ -276,7 +265,7 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
             pc += 1
             G.t_post_send[m] = t
             G.t_post_recv[m] = t
-            _start(C, P, M, R, G, T, K, L, CS, MS, m, t)
+            _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
             G.am_waiter[m] = r
             R.pending[r] += 1
             _block(C, R, L, r, STATE_WAIT, t)
@@ -303,15 +292,20 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
 
 
 @njit(cache=True)
-def _resume(C, P, M, R, G, T, K, L, CS, MS, r, t):
-    if _busy(C, P, R, T, K, r, t):
-        return
+def _unblock(C, n, R, T, K, L, r, t):
+    """Rank r is released at t: close its blocked interval; False if handlers delay it.
+
+    The caller then calls :func:`_advance` (kept out of here: a call passing every array
+    costs an incref per array).
+    """
+    if R.hfree[r] > t and _busy(C, n, R, T, K, r, t):
+        return False
     s = R.block_state[r]
     if s >= 0:
         _interval(C, R, L, r, s, R.t_block[r], t)
     R.pending[r] = 0
     R.block_state[r] = RS_RUNNABLE
-    _advance(C, P, M, R, G, T, K, L, CS, MS, r, t)
+    return True
 
 
 @njit(cache=True)
@@ -320,29 +314,32 @@ def _drain(C, P, M, R, G, T, K, L, CS, MS, t):
     while K.ks[K_RHEAD] < K.ks[K_RTAIL]:
         r = R.ready[K.ks[K_RHEAD] % cap]
         K.ks[K_RHEAD] += 1
-        _resume(C, P, M, R, G, T, K, L, CS, MS, r, t)
+        if _unblock(C, P.nranks, R, T, K, L, r, t):
+            _advance(C, P, M, R, G, T, K, L, CS, MS, r, t)
 
 
 @njit(cache=True)
-def _shared_due(C, M, R, G, T, K, L, CS, MS, P, t):
+def _shared_due(C, n, M, R, G, T, K, L, CS, MS, t):
     """Messages finishing under the sharing rule at t."""
     if C.sharing == 0:
         nd = cc_pop_due(CS, t, G.bott)
         for i in range(nd):
             m = CS.done[i]
             cc_end(CS, m, t)
-            _log_route(C, M, L, CS, m, t, CS.count)
+            if C.record:   # the call passes arrays: skip it when not recording
+                _log_route(C, M, L, m, t, CS.count)
         cc_flush(CS)
         for i in range(nd):
-            _done(C, P, M, R, G, T, K, L, CS.done[i], t)
+            _done(C, n, M, R, G, T, K, L, CS.done[i], t)
     else:
         nd = mm_pop_due(MS, t, G.bott)
         for i in range(nd):
             m = MS.done[i]
             mm_end(MS, m, t)
-            _log_route(C, M, L, MS, m, t, MS.count)
+            if C.record:   # the call passes arrays: skip it when not recording
+                _log_route(C, M, L, m, t, MS.count)
         for i in range(nd):
-            _done(C, P, M, R, G, T, K, L, MS.done[i], t)
+            _done(C, n, M, R, G, T, K, L, MS.done[i], t)
 
 
 @njit(cache=True)
@@ -364,7 +361,17 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
     budget = C.max_events
     while budget != 0:
         budget -= 1
-        tk = cc_next_time(CS) if C.sharing == 0 else mm_next_time(MS)
+        # the sharing rule's next completion, read here: a call passes every array of the
+        # rule's state (numba increfs each), too dear once per horizon when nothing changed
+        if C.sharing == 0:
+            si = CS.si
+            if si[N_NEW] != 0 or si[N_DEC] != 0 or si[N_INC] != 0 or si[N_TCH] != 0:
+                cc_flush(CS)
+            tk = CS.ev_t[CS.ev_item[0]] if CS.ev_len[0] > 0 else INF
+        else:
+            if MS.si[N_DIRTY] != 0:
+                mm_solve(MS)
+            tk = MS.tfin[MS.f_item[0]] if MS.si[F_LEN] > 0 else INF
         th = T.t[T.item[0]] if T.len[0] > 0 else INF
         kb = K.ks[K_BG]
         tb = BG.t[kb] if kb < nbg else INF
@@ -385,37 +392,47 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
                 kb += 1
             K.ks[K_BG] = kb
         elif tk <= th:
-            _shared_due(C, M, R, G, T, K, L, CS, MS, P, t)
+            _shared_due(C, n, M, R, G, T, K, L, CS, MS, t)
         else:
             x = timer_pop(T.item, T.pos, T.t, T.seq, T.len)
             kind = T.kind[x]
             if kind == EV_COMPUTE:
                 _interval(C, R, L, x, R.comp_state[x], R.comp_start[x], t)
                 R.block_state[x] = RS_RUNNABLE
-                if not _busy(C, P, R, T, K, x, t):   # a handler that arrived just now
+                pc = R.pc[x]
+                if (R.hfree[x] <= t and R.ovh_due[x] <= 0.0 and pc < P.rank_ptr[x + 1]
+                        and P.op[pc] == OP_COMPUTE and P.dur[pc] > 0.0):
+                    # compute after compute, as _advance would do it, without the call
+                    # that passes every array
+                    R.pc[x] = pc + 1
+                    K.ks[K_RECORDS] += 1
+                    _busy_for(C, R, T, K, x, t, P.dur[pc], STATE_COMPUTE)
+                elif R.hfree[x] <= t or not _busy(C, n, R, T, K, x, t):   # a handler came
                     _advance(C, P, M, R, G, T, K, L, CS, MS, x, t)
             elif kind == EV_MSG_END:
-                _done(C, P, M, R, G, T, K, L, x - 2 * n, t)
+                _done(C, n, M, R, G, T, K, L, x - 2 * n, t)
             elif kind == EV_LAT_END:
                 m = x - 2 * n
                 work = M.quiet[m] - M.latency[m] if C.sharing == 0 else float(M.nbytes[m])
                 _share_start(C, M, L, CS, MS, m, t, work)
             elif kind == EV_START:
-                _begin(C, P, M, R, G, T, K, L, CS, MS, x - 2 * n, t)
+                _start(C, n, M, G, T, K, L, CS, MS, x - 2 * n, t, False)
             elif kind == EV_HANDLER_END:
                 m = x - 2 * n - M.nmsg
                 if M.kind[m] == 1:       # request handled: the server replies now
                     G.t_post_send[m + 1] = t
                     G.t_post_recv[m + 1] = t
-                    _start(C, P, M, R, G, T, K, L, CS, MS, m + 1, t)
+                    _start(C, n, M, G, T, K, L, CS, MS, m + 1, t, True)
                 else:                    # reply handled: the requester goes on
                     r = G.am_waiter[m - 1]
                     R.pending[r] -= 1
                     if R.pending[r] == 0:
                         _ready(R, K, r)
             elif kind == EV_RESUME:
-                _resume(C, P, M, R, G, T, K, L, CS, MS, x - n, t)
-        _drain(C, P, M, R, G, T, K, L, CS, MS, t)
+                if _unblock(C, n, R, T, K, L, x - n, t):
+                    _advance(C, P, M, R, G, T, K, L, CS, MS, x - n, t)
+        if K.ks[K_RHEAD] < K.ks[K_RTAIL]:    # skip the call (all arrays) when none is ready
+            _drain(C, P, M, R, G, T, K, L, CS, MS, t)
     K.kf[0] = t
     return False
 

@@ -54,26 +54,38 @@ def mm_new(nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=N
 
 @njit(cache=True)
 def _dirty(S, r, t):
-    if S.si[N_DIRTY] == 0:
-        S.sf[0] = t
-    if not S.d_flag[r]:
-        S.d_flag[r] = True
-        S.d_list[S.si[N_DIRTY]] = r
-        S.si[N_DIRTY] += 1
+    _mark_dirty(S.si, S.sf, S.d_flag, S.d_list, r, t)
+
+
+@njit(cache=True)
+def _mark_dirty(si, sf, d_flag, d_list, r, t):
+    # the few arrays it uses, not the state tuple: a call increfs every array it is given
+    if si[N_DIRTY] == 0:
+        sf[0] = t
+    if not d_flag[r]:
+        d_flag[r] = True
+        d_list[si[N_DIRTY]] = r
+        si[N_DIRTY] += 1
 
 
 @njit(cache=True)
 def mm_count(S, r, t, delta):
-    c0 = S.count[r]
+    """Change the number of flows on resource r at t (integrating its statistics)."""
+    return _count(S.count, S.t_chg, S.area, S.busy, S.peak, r, t, delta)
+
+
+@njit(cache=True)
+def _count(count, t_chg, area, busy, peak, r, t, delta):
+    c0 = count[r]
     if c0:
-        dt = t - S.t_chg[r]
-        S.area[r] += c0 * dt
-        S.busy[r] += dt
-    S.t_chg[r] = t
+        dt = t - t_chg[r]
+        area[r] += c0 * dt
+        busy[r] += dt
+    t_chg[r] = t
     c = c0 + delta
-    S.count[r] = c
-    if c > S.peak[r]:
-        S.peak[r] = c
+    count[r] = c
+    if c > peak[r]:
+        peak[r] = c
     return c
 
 
@@ -86,8 +98,8 @@ def mm_start(S, m, t, work, fcap):
         S.r_item[S.seg[r] + n] = e
         S.e_pos[e] = n
         S.r_len[r] = n + 1
-        mm_count(S, r, t, 1)
-        _dirty(S, r, t)
+        _count(S.count, S.t_chg, S.area, S.busy, S.peak, r, t, 1)
+        _mark_dirty(S.si, S.sf, S.d_flag, S.d_list, r, t)
     S.active[m] = True
     S.rem[m] = work
     S.rate[m] = 0.0
@@ -108,8 +120,8 @@ def mm_end(S, m, t):
         S.e_pos[last] = i
         S.r_len[r] = n
         S.e_pos[e] = -1
-        mm_count(S, r, t, -1)
-        _dirty(S, r, t)
+        _count(S.count, S.t_chg, S.area, S.busy, S.peak, r, t, -1)
+        _mark_dirty(S.si, S.sf, S.d_flag, S.d_list, r, t)
     S.active[m] = False
     S.si[N_ACTIVE] -= 1
 

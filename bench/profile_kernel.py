@@ -1,0 +1,65 @@
+"""Kernel-only throughput: records per second of ``Engine.run`` (warm JIT), median of runs.
+
+Usage::
+
+    python bench/profile_kernel.py [--records 100000] [--repeat 3]
+
+Cases: ``compute`` (64 ranks, compute records only), ``random64`` (random pairs of
+blocking send/recv on a star) under ``ccmod`` and ``maxmin``. Wall and CPU
+(``time.process_time``) seconds are both reported: the machine may be shared.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def compute_only(P, nrec):
+    from ccmod.workloads.base import WorkloadBuilder
+    b = WorkloadBuilder(P)
+    for k in range(nrec // P):
+        for r in range(P):
+            b.compute(r, 1e-6 * (1 + (k + r) % 7))
+    return b.build()
+
+
+def main() -> None:
+    from bench_engine import STAR, random_pairs
+    import ccmod.engine as eng_mod
+    from ccmod.api import run
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    cases = [("compute", compute_only(64, a.records), "ccmod"),
+             ("random64", random_pairs(64, a.records, 1), "ccmod"),
+             ("random64", random_pairs(64, a.records, 1), "maxmin")]
+    times = []
+    orig = eng_mod.Engine.run
+
+    def timed(self):
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = orig(self)
+        times.append((time.perf_counter() - w0, time.process_time() - c0))
+        return out
+
+    eng_mod.Engine.run = timed
+    for name, w, sharing in cases:
+        run(w, STAR, sharing=sharing, record=False)     # warm the JIT
+        times.clear()
+        for _ in range(a.repeat):
+            run(w, STAR, sharing=sharing, record=False)
+        wall = statistics.median(t[0] for t in times)
+        cpu = statistics.median(t[1] for t in times)
+        n = w.nrecords
+        print(f"{name:9s} {sharing:7s} {n:8d} rec  wall {n / wall:10.0f} rec/s  "
+              f"cpu {n / cpu:10.0f} rec/s  ({cpu / n * 1e6:.2f} us cpu/rec)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
