@@ -47,11 +47,11 @@ def rank_to_node(spec: str | os.PathLike | None, nranks: int) -> np.ndarray:
         return ranks.astype(np.int32)
     text = str(spec).strip()
     kind, sep, arg = text.partition(":")
-    if sep and kind in ("block", "cyclic") and not Path(text).exists():
+    if sep and kind in ("block", "cyclic") and not _is_file(text):
         k = _positive_int(arg, text)
         out = ranks // k if kind == "block" else ranks % k
         return out.astype(np.int32)
-    if kind in ("block", "cyclic") and not sep and not Path(text).exists():
+    if kind in ("block", "cyclic") and not sep and not _is_file(text):
         raise CcmodInputError(f"'{text}' needs a count", source=SRC,
                               hint=f"use {kind}:K, e.g. {kind}:4")
     m = _read_map_file(Path(text), nranks)
@@ -64,6 +64,14 @@ def rank_to_node(spec: str | os.PathLike | None, nranks: int) -> np.ndarray:
                               f"(at most {limit:,} for this run)", source=text,
                               hint="number the nodes 0..N-1")
     return m
+
+
+def _is_file(text: str) -> bool:
+    """Whether ``text`` names an existing file (a name too long for the OS is not one)."""
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def nodes_needed(mapping: np.ndarray) -> int:

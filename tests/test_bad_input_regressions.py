@@ -146,3 +146,12 @@ def test_liballprof_communicator_declaring_huge_size_is_not_materialised(tmp_pat
     res = run_cli("info", dst)
     assert res.returncode in (0, 2), res.stderr
     assert len(res.stderr.strip().splitlines()) <= 1
+
+
+def test_map_block_with_thousands_of_digits_names_the_option():
+    # fuzz campaign: a 5000-digit block:K was taken for a file name (too long for the OS)
+    trace = Path(__file__).resolve().parent.parent / "traces" / "pingpong.ti"
+    res = run_cli("run", trace, "--map", "block:" + "1" * 5000)
+    assert res.returncode == 2
+    assert "--map" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert len(res.stderr) < 400

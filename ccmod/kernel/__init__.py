@@ -19,6 +19,40 @@ from pathlib import Path
 _noticed = False
 
 
+def _drop_stale_cache() -> None:
+    """Forget numba's cached kernels when any kernel source changed.
+
+    numba keys the cache of ``run_loop`` on loop.py alone: after an edit of ccmod_rule.py
+    or maxmin.py (a developer's checkout, an upgrade that keeps loop.py's timestamp) the
+    cached loop would silently run the old rule. A fingerprint of every kernel source,
+    kept beside the cache, decides when to drop it.
+    """
+    import hashlib
+    here = Path(__file__).resolve().parent
+    cache = here / "__pycache__"
+    try:
+        h = hashlib.sha256()
+        for f in sorted(here.glob("*.py")):
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+        stamp = cache / "ccmod-kernel-sources.sha256"
+        digest = h.hexdigest()
+        if stamp.is_file() and stamp.read_text() == digest:
+            return
+        if cache.is_dir():
+            for f in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
+                f.unlink(missing_ok=True)
+        cache.mkdir(exist_ok=True)
+        tmp = cache / f".{stamp.name}.{os.getpid()}"
+        tmp.write_text(digest)
+        os.replace(tmp, stamp)
+    except OSError:
+        pass  # a read-only install: numba caches elsewhere or not at all
+
+
+_drop_stale_cache()
+
+
 def cache_is_cold() -> bool:
     """True when the compiled loop is not in numba's cache yet (first run)."""
     if os.environ.get("NUMBA_DISABLE_JIT") == "1":
