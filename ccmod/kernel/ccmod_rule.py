@@ -27,7 +27,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update
+from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update, resource_segments
 
 INF = np.inf
 # integer scalars (si) and float scalars (sf) of the state
@@ -49,11 +49,7 @@ def cc_new(nresources, background, route_ptr, route_res, seg_cap=None):
     R = int(nresources)
     M = len(route_ptr) - 1
     E = len(route_res)
-    if seg_cap is None:
-        seg_cap = np.bincount(np.asarray(route_res, np.int64), minlength=R)[:R]
-    seg = np.zeros(R + 1, np.int64)
-    np.cumsum(seg_cap, out=seg[1:])
-    P = int(seg[-1])
+    seg, P = resource_segments(R, route_res, seg_cap)
     emsg = np.zeros(E, np.int64)     # message of each route entry
     rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
     emsg[:len(rep)] = rep

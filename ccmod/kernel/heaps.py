@@ -10,6 +10,7 @@ deterministic.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 
@@ -151,3 +152,18 @@ def timer_pop(item, pos, tt, ts, lens):
         pos[y] = 0
         timer_sift(item, pos, tt, ts, n, 0)
     return x
+
+
+def resource_segments(nresources, route_res, seg_cap=None):
+    """Per-resource slices of one flat array: ``(seg, total)``, resource ``r`` owning
+    ``seg[r]:seg[r + 1]``; ``seg_cap[r]`` entries each (default: how many routes cross it).
+
+    Both sharing rules lay their per-resource heaps out this way (plain Python, run once
+    when the state is allocated).
+    """
+    R = int(nresources)
+    if seg_cap is None:
+        seg_cap = np.bincount(np.asarray(route_res, np.int64), minlength=R)[:R]
+    seg = np.zeros(R + 1, np.int64)
+    np.cumsum(seg_cap, out=seg[1:])
+    return seg, int(seg[-1])

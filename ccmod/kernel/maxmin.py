@@ -16,7 +16,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update
+from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update, resource_segments
 
 INF = np.inf
 N_DIRTY, N_ACTIVE, F_LEN = range(3)
@@ -32,11 +32,7 @@ def mm_new(nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=N
     R = int(nresources)
     M = len(route_ptr) - 1
     E = len(route_res)
-    if seg_cap is None:
-        seg_cap = np.bincount(np.asarray(route_res, np.int64), minlength=R)[:R]
-    seg = np.zeros(R + 1, np.int64)
-    np.cumsum(seg_cap, out=seg[1:])
-    P = int(seg[-1])
+    seg, P = resource_segments(R, route_res, seg_cap)
     cap_full = np.asarray(capacity_Bps, np.float64).copy()
     cap = cap_full * (1.0 - np.asarray(background, np.float64))
     emsg = np.zeros(E, np.int64)     # message of each route entry
