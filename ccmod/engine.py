@@ -116,33 +116,49 @@ class Engine:
                             np.asarray(w.duration_s, np.float64),
                             np.asarray(msgs.rec_msg, np.int64), wait_msg, wait_side, wa_ptr,
                             wa_msg, wa_side)
-        self.Min = ks.MsgIn(M, np.asarray(msgs.src, np.int64), np.asarray(msgs.dst, np.int64),
-                            np.asarray(msgs.nbytes, np.int64),
-                            np.asarray(msgs.quiet_s, np.float64),
-                            np.asarray(msgs.latency_s, np.float64),
-                            _zeros_like_msgs(msgs, "o_send_s"), _zeros_like_msgs(msgs, "o_recv_s"),
-                            unshared, np.asarray(msgs.kind, np.int64),
-                            np.asarray(msgs.handler_s, np.float64),
-                            np.asarray(msgs.flow_cap_Bps, np.float64), np.asarray(eager),
-                            np.asarray(msgs.route_ptr, np.int64),
-                            np.asarray(msgs.route_res, np.int64), node_of_rank, gap)
-        self.R = ks.new_rank_state(w.rank_ptr, len(STATE_NAMES))
-        self.G = ks.new_msg_state(M, nnodes)
-        self.T = ks.new_timers(2 * n + 2 * M)
-        self.K = ks.new_scalars()
+        # the kernel's state: slices of two buffers (a compiled call then costs a few
+        # reference counts, not one per array), named tuples of offsets into them
+        A = self._arena = ks.Arena()
+        rp = np.asarray(msgs.route_ptr, np.int64)
+        rr = np.asarray(msgs.route_res, np.int64)
+        E = len(rr)
+        self.Min = A.struct(
+            ks.MsgIn, nmsg=("v", M), src=("i", M, msgs.src), dst=("i", M, msgs.dst),
+            nbytes=("i", M, msgs.nbytes), quiet=("f", M, msgs.quiet_s),
+            latency=("f", M, msgs.latency_s), o_send=("f", M, _zeros_like_msgs(msgs, "o_send_s")),
+            o_recv=("f", M, _zeros_like_msgs(msgs, "o_recv_s")), unshared=("i", M, unshared),
+            kind=("i", M, msgs.kind), handler_s=("f", M, msgs.handler_s),
+            flow_cap=("f", M, msgs.flow_cap_Bps), eager=("i", M, eager),
+            route_ptr=("i", M + 1, rp), route_res=("i", E, rr),
+            node_of_rank=("i", len(node_of_rank), node_of_rank), gap_s=("f", len(gap), gap))
+        self.Ro = ks.rank_state(A, w.rank_ptr, len(STATE_NAMES))
+        self.Go = ks.msg_state(A, M, nnodes)
+        self.T = ks.timers(A, 2 * n + 2 * M)
+        self.Ko = ks.scalars(A)
         self.L = ks.new_logs()
         if bg_t_s is None:
             bg_t_s, bg_resource, bg_load = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
         order = np.argsort(np.asarray(bg_t_s, np.float64), kind="stable")
-        self.BG = ks.BgSteps(np.asarray(bg_t_s, np.float64)[order],
-                             np.asarray(bg_resource, np.int64)[order],
-                             np.asarray(bg_load, np.float64)[order])
+        nbg = len(order)
+        self.BG = A.struct(ks.BgSteps, n=("v", nbg),
+                           t=("f", nbg, np.asarray(bg_t_s, np.float64)[order]),
+                           res=("i", nbg, np.asarray(bg_resource, np.int64)[order]),
+                           load=("f", nbg, np.asarray(bg_load, np.float64)[order]))
         bgr = np.asarray(background, np.float64)
-        rp, rr = self.Min.route_ptr, self.Min.route_res
+        routes = (A.where(ks.MsgIn, "route_ptr"), A.where(ks.MsgIn, "route_res"))
         empty_p, empty_r = np.zeros(1, np.int64), np.zeros(0, np.int64)
-        self.CS = cc_new(nresources, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)))
-        self.MS = mm_new(nresources, capacity_Bps, bgr,
-                         *((rp, rr) if code == 1 else (empty_p, empty_r)))
+        self.CSo = cc_new(A, nresources, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)),
+                          routes=routes if code == 0 else None)
+        self.MSo = mm_new(A, nresources, capacity_Bps, bgr,
+                          *((rp, rr) if code == 1 else (empty_p, empty_r)),
+                          routes=routes if code == 1 else None)
+        self.I, self.F = A.alloc()
+        # numpy views of the same state, for Python (results, diagnostics)
+        self.R = A.views(ks.RankSt, self.I, self.F)
+        self.G = A.views(ks.MsgSt, self.I, self.F)
+        self.K = A.views(ks.Scalars, self.I, self.F)
+        self.CS = A.views(type(self.CSo), self.I, self.F)
+        self.MS = A.views(type(self.MSo), self.I, self.F)
         if code == 0 and len(self.CS.count) < nresources:
             raise AssertionError("resource arrays too short")
         self.nresources = nresources
@@ -158,8 +174,8 @@ class Engine:
         from ccmod.kernel import compiling_notice
         from ccmod.kernel.loop import go_end, run_loop
         compiling_notice()
-        args = (self.C, self.P, self.Min, self.R, self.G, self.T, self.K, self.L, self.CS,
-                self.MS, self.BG)
+        args = (self.C, self.P, self.Min, self.Ro, self.Go, self.T, self.Ko, self.L,
+                self.CSo, self.MSo, self.BG, self.I, self.F)
         while not run_loop(*args):
             if self.progress is not None:
                 self.progress(int(self.K.ks[2]))

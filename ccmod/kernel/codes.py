@@ -10,6 +10,8 @@ from ccmod.codes import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV,  # noqa
                          STATE_BARRIER, STATE_COMPUTE, STATE_NAMES, STATE_OVERHEAD, STATE_RECV,
                          STATE_SEND, STATE_WAIT)
 
+#: rank states kept per rank (columns of ``state_s``)
+NSTATES = len(STATE_NAMES)
 #: timer kinds (one live timer per slot: rank compute/overhead, rank resume, message, handler)
 EV_COMPUTE, EV_MSG_END, EV_LAT_END, EV_HANDLER_END, EV_RESUME, EV_START = range(6)
 #: run states of a rank besides the blocked states (>= 0, the STATE_* codes)
