@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
-from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update, resource_segments
+from ccmod.kernel.compiled import leaf
+from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
+                                sort_ids)
 
 INF = np.inf
 # integer scalars (si) and float scalars (sf) of the state
@@ -78,7 +79,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         emsg=("i", E, emsg))
 
 
-@njit(cache=True)
+@leaf
 def _vclock(S, F, r, t):
     s = F[S.share + r]
     if s == INF:
@@ -86,13 +87,13 @@ def _vclock(S, F, r, t):
     return F[S.v_at + r] + s * (t - F[S.t_at + r])
 
 
-@njit(cache=True)
+@leaf
 def cc_vclock(S, I, F, r, t):
     """Virtual clock (quiet-seconds served per message) of group r at time t."""
     return _vclock(S, F, r, t)
 
 
-@njit(cache=True)
+@leaf
 def _mark(I, flag, lst, si, k, r):
     if not I[flag + r]:
         I[flag + r] = 1
@@ -100,7 +101,7 @@ def _mark(I, flag, lst, si, k, r):
         I[si + k] += 1
 
 
-@njit(cache=True)
+@leaf
 def cc_set_count(S, I, F, r, t, delta):
     """Change the contention of resource r at time t (integrating its statistics)."""
     F[S.v_at + r] = _vclock(S, F, r, t)
@@ -123,7 +124,7 @@ def cc_set_count(S, I, F, r, t, delta):
     return c
 
 
-@njit(cache=True)
+@leaf
 def _best(S, I, F, m, exclude):
     """(min share, resource) over m's route, optionally excluding one resource."""
     best = INF
@@ -138,7 +139,7 @@ def _best(S, I, F, m, exclude):
     return best, br
 
 
-@njit(cache=True)
+@leaf
 def _alt_out(S, I, F, m):
     h = I[S.a_res + m]
     if h >= 0:
@@ -146,7 +147,7 @@ def _alt_out(S, I, F, m):
         I[S.a_res + m] = -1
 
 
-@njit(cache=True)
+@leaf
 def _push_alt(S, I, F, m, b):
     alt, _ = _best(S, I, F, m, b)
     _alt_out(S, I, F, m)
@@ -156,7 +157,7 @@ def _push_alt(S, I, F, m, b):
         I[S.a_res + m] = b
 
 
-@njit(cache=True)
+@leaf
 def _others_add(S, I, e):
     r = I[S.route_res + e]
     if I[S.o_pos + e] < 0:
@@ -166,7 +167,7 @@ def _others_add(S, I, e):
         I[S.o_len + r] = n + 1
 
 
-@njit(cache=True)
+@leaf
 def _others_del(S, I, e):
     i = I[S.o_pos + e]
     if i >= 0:
@@ -180,7 +181,7 @@ def _others_del(S, I, e):
         I[S.o_pos + e] = -1
 
 
-@njit(cache=True)
+@leaf
 def _join(S, I, F, m, r, t, remaining):
     """Put m into group r with ``remaining`` quiet-seconds of work."""
     I[S.bott + m] = r
@@ -195,7 +196,7 @@ def _join(S, I, F, m, r, t, remaining):
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
-@njit(cache=True)
+@leaf
 def _move(S, I, F, m, r_new, t):
     old = I[S.bott + m]
     rem = F[S.vfin + m] - _vclock(S, F, old, t)
@@ -207,7 +208,7 @@ def _move(S, I, F, m, r_new, t):
     _join(S, I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
 
 
-@njit(cache=True)
+@leaf
 def _touch(S, I, F, r, t):
     """Re-schedule the next completion of group r (its rate or head changed)."""
     if I[S.g_len + r] == 0 or F[S.share + r] == INF:
@@ -223,23 +224,7 @@ def _touch(S, I, F, r, t):
         iheap_push(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
 
 
-@njit(cache=True)
-def _sort_slice(I, a, n):
-    """Sort ``I[a:a + n]`` (distinct ids) in place; short lists (the usual case) by
-    insertion, without the allocation of a sorted copy."""
-    if n > 32:
-        I[a:a + n].sort()
-        return
-    for i in range(a + 1, a + n):
-        x = I[i]
-        j = i - 1
-        while j >= a and I[j] > x:
-            I[j + 1] = I[j]
-            j -= 1
-        I[j + 1] = x
-
-
-@njit(cache=True)
+@leaf
 def cc_flush(S, I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
     si = S.si
@@ -280,7 +265,7 @@ def cc_flush(S, I, F):
                 I[S.cand_l + nc] = m2
                 nc += 1
     I[si + N_INC] = 0
-    _sort_slice(I, S.cand_l, nc)
+    sort_ids(I, S.cand_l, nc)
     for i in range(nc):
         m2 = I[S.cand_l + i]
         I[S.cand_f + m2] = 0
@@ -295,7 +280,7 @@ def cc_flush(S, I, F):
         _join(S, I, F, m, b, t, F[S.new_w + i])
     I[si + N_NEW] = 0
     nt = I[si + N_TCH]
-    _sort_slice(I, S.tch_l, nt)
+    sort_ids(I, S.tch_l, nt)
     I[si + N_TCH] = 0
     for i in range(nt):
         r = I[S.tch_l + i]
@@ -303,7 +288,7 @@ def cc_flush(S, I, F):
         _touch(S, I, F, r, t)
 
 
-@njit(cache=True)
+@leaf
 def cc_at(S, I, F, t):
     """Changes at a new instant: settle those of the previous one first."""
     if t != F[S.sf]:
@@ -311,7 +296,7 @@ def cc_at(S, I, F, t):
         F[S.sf] = t
 
 
-@njit(cache=True)
+@leaf
 def cc_start(S, I, F, m, t, work):
     """Message m begins with ``work`` quiet-seconds on its route at time t."""
     if t != F[S.sf]:
@@ -328,7 +313,7 @@ def cc_start(S, I, F, m, t, work):
     I[S.si + N_ACTIVE] += 1
 
 
-@njit(cache=True)
+@leaf
 def cc_set_free(S, I, F, r, t, free):
     """Background step: resource r keeps the fraction ``free`` for messages from t on."""
     cc_at(S, I, F, t)
@@ -345,7 +330,7 @@ def cc_set_free(S, I, F, r, t, free):
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
-@njit(cache=True)
+@leaf
 def cc_next_time(S, I, F):
     cc_flush(S, I, F)
     if I[S.ev_len] == 0:
@@ -353,7 +338,7 @@ def cc_next_time(S, I, F):
     return F[S.ev_t + I[S.ev_item]]
 
 
-@njit(cache=True)
+@leaf
 def cc_pop_due(S, I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
     (in a deterministic order), their bottleneck to ``I[bott_out + m]``. Returns how
@@ -390,7 +375,7 @@ def cc_pop_due(S, I, F, t, bott_out):
     return nd
 
 
-@njit(cache=True)
+@leaf
 def cc_end(S, I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):

@@ -17,6 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ccmod.kernel.compiled import leaf
+
+
 
 @njit(cache=True, inline="always")
 def _lt(F, key, a, b):
@@ -25,7 +28,7 @@ def _lt(F, key, a, b):
     return ka < kb or (ka == kb and a < b)
 
 
-@njit(cache=True)
+@leaf
 def iheap_up(I, F, item, pos, key, off, i):
     item += off
     x = I[item + i]
@@ -42,7 +45,7 @@ def iheap_up(I, F, item, pos, key, off, i):
     I[pos + x] = i
 
 
-@njit(cache=True)
+@leaf
 def iheap_down(I, F, item, pos, key, off, n, i):
     item += off
     x = I[item + i]
@@ -63,7 +66,7 @@ def iheap_down(I, F, item, pos, key, off, n, i):
     I[pos + x] = i
 
 
-@njit(cache=True)
+@leaf
 def iheap_push(I, F, item, pos, key, off, lens, h, x):
     """Insert x (key already set in ``key[x]``) into heap h."""
     n = I[lens + h]
@@ -73,7 +76,7 @@ def iheap_push(I, F, item, pos, key, off, lens, h, x):
     iheap_up(I, F, item, pos, key, off, n)
 
 
-@njit(cache=True)
+@leaf
 def iheap_remove(I, F, item, pos, key, off, lens, h, x):
     """Take x out of heap h (x must be in it)."""
     i = I[pos + x]
@@ -88,7 +91,7 @@ def iheap_remove(I, F, item, pos, key, off, lens, h, x):
         iheap_up(I, F, item, pos, key, off, I[pos + y])
 
 
-@njit(cache=True)
+@leaf
 def iheap_update(I, F, item, pos, key, off, lens, h, x):
     """Restore the heap after ``key[x]`` changed (x in heap h)."""
     iheap_down(I, F, item, pos, key, off, I[lens + h], I[pos + x])
@@ -101,7 +104,7 @@ def _tlt(I, F, tt, ts, a, b):
     return F[tt + a] < F[tt + b] or (F[tt + a] == F[tt + b] and I[ts + a] < I[ts + b])
 
 
-@njit(cache=True)
+@leaf
 def timer_sift(I, F, item, pos, tt, ts, n, i):
     x = I[item + i]
     while i > 0:                       # up
@@ -130,7 +133,7 @@ def timer_sift(I, F, item, pos, tt, ts, n, i):
     I[pos + x] = i
 
 
-@njit(cache=True)
+@leaf
 def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
     """Arm (or re-arm) timer slot x at time t; ``seq`` orders equal times (FIFO)."""
     F[tt + x] = t
@@ -145,7 +148,7 @@ def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
         timer_sift(I, F, item, pos, tt, ts, I[lens], I[pos + x])
 
 
-@njit(cache=True)
+@leaf
 def timer_pop(I, F, item, pos, tt, ts, lens):
     """Remove and return the earliest slot (the caller checked the queue is not empty)."""
     x = I[item]
@@ -158,6 +161,45 @@ def timer_pop(I, F, item, pos, tt, ts, lens):
         I[pos + y] = 0
         timer_sift(I, F, item, pos, tt, ts, n, 0)
     return x
+
+
+@leaf
+def sort_ids(I, a, n):
+    """Sort ``I[a:a + n]`` (distinct ids) in place, without allocating: insertion for the
+    short lists of the usual case, heapsort beyond."""
+    if n <= 32:
+        for i in range(a + 1, a + n):
+            x = I[i]
+            j = i - 1
+            while j >= a and I[j] > x:
+                I[j + 1] = I[j]
+                j -= 1
+            I[j + 1] = x
+        return
+    for k in range(n // 2 - 1, -1, -1):
+        _sift_max(I, a, k, n)
+    for end in range(n - 1, 0, -1):
+        x = I[a]
+        I[a] = I[a + end]
+        I[a + end] = x
+        _sift_max(I, a, 0, end)
+
+
+@leaf
+def _sift_max(I, a, i, n):
+    x = I[a + i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and I[a + c + 1] > I[a + c]:
+            c += 1
+        if I[a + c] > x:
+            I[a + i] = I[a + c]
+            i = c
+        else:
+            break
+    I[a + i] = x
 
 
 def resource_segments(nresources, route_res, seg_cap=None):

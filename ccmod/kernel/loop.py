@@ -30,7 +30,9 @@ from numba import njit
 
 from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
                                      cc_set_free, cc_start)
+from ccmod.kernel.compiled import borrow, leaf
 from ccmod.kernel.heaps import timer_pop, timer_set
+from ccmod.kernel.state import Program
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
                                  mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
@@ -52,7 +54,7 @@ def _sig(C, L, t, code, a, b, c, d, f):
         L.sig.append((t, code, a, b, c, d, f))
 
 
-@njit(cache=True)
+@leaf
 def _timer(T, K, I, F, slot, kind, t):
     seq = I[K.ks + K_SEQ] + 1
     I[K.ks + K_SEQ] = seq
@@ -60,7 +62,7 @@ def _timer(T, K, I, F, slot, kind, t):
     timer_set(I, F, T.item, T.pos, T.t, T.seq, T.len, slot, t, seq)
 
 
-@njit(cache=True)
+@leaf
 def _ready(R, K, I, r):
     cap = R.nready
     tl = I[K.ks + K_RTAIL]
@@ -86,7 +88,7 @@ def _block(C, R, L, I, F, r, state, t):
     _sig(C, L, t, SG_UPPR_PROC, r, state, 0, 0, 0.0)
 
 
-@njit(cache=True)
+@leaf
 def _busy(n, R, T, K, I, F, r, t):
     """Delay a rank that would resume while its processor runs handlers."""
     if F[R.hfree + r] > t:
@@ -139,7 +141,7 @@ def _start(C, n, M, G, T, K, L, CS, MS, I, F, m, t, gap):
         _timer(T, K, I, F, 2 * n + m, EV_LAT_END, t + F[M.latency + m])
 
 
-@njit(cache=True)
+@leaf
 def _am_arrived(n, M, R, T, K, I, F, m, t):
     """Message m (a request or a reply) reached its destination: run its handler."""
     d = I[M.dst + m]
@@ -178,7 +180,7 @@ def _done(C, n, M, R, G, T, K, L, I, F, m, t):
                 _ready(R, K, I, r)
 
 
-@njit(cache=True)
+@leaf
 def _wait_on(C, M, R, G, I, F, r, m, side):
     """Make rank r wait for one side of message m; return True if it must block."""
     if side == 0:
@@ -194,7 +196,7 @@ def _wait_on(C, M, R, G, I, F, r, m, side):
     return True
 
 
-@njit(cache=True)
+@leaf
 def _busy_for(R, T, K, I, F, r, t, d, state):
     """Rank r runs compute or overhead for d seconds from t."""
     F[R.comp_start + r] = t
@@ -352,6 +354,13 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG, I, F):
 
     Returns True when every event was processed.
     """
+    # the buffers and the program seen without reference counts: the calls below pass
+    # them on for free (they live until this call returns)
+    I = borrow(I)
+    F = borrow(F)
+    P = Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur), borrow(P.rec_msg),
+                borrow(P.wait_msg), borrow(P.wait_side), borrow(P.wa_ptr), borrow(P.wa_msg),
+                borrow(P.wa_side))
     n = P.nranks
     t = F[K.kf]
     if I[K.ks + K_STARTED] == 0:

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
-from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update, resource_segments
+from ccmod.kernel.compiled import leaf
+from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
+                                sort_ids)
 
 INF = np.inf
 N_DIRTY, N_ACTIVE, F_LEN = range(3)
@@ -68,7 +69,7 @@ def _dirty(S, r, t):
         S.si[N_DIRTY] += 1
 
 
-@njit(cache=True)
+@leaf
 def _mark_dirty(S, I, F, r, t):
     if I[S.si + N_DIRTY] == 0:
         F[S.sf] = t
@@ -78,7 +79,7 @@ def _mark_dirty(S, I, F, r, t):
         I[S.si + N_DIRTY] += 1
 
 
-@njit(cache=True)
+@leaf
 def mm_count(S, I, F, r, t, delta):
     """Change the number of flows on resource r at t (integrating its statistics)."""
     c0 = I[S.count + r]
@@ -94,7 +95,7 @@ def mm_count(S, I, F, r, t, delta):
     return c
 
 
-@njit(cache=True)
+@leaf
 def mm_start(S, I, F, m, t, work, fcap):
     """Flow m starts at t with ``work`` bytes (rate cap ``fcap``, inf = none)."""
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
@@ -113,7 +114,7 @@ def mm_start(S, I, F, m, t, work, fcap):
     I[S.si + N_ACTIVE] += 1
 
 
-@njit(cache=True)
+@leaf
 def mm_end(S, I, F, m, t):
     """Flow m leaves (after :func:`mm_pop_due`)."""
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
@@ -132,7 +133,7 @@ def mm_end(S, I, F, m, t):
     I[S.si + N_ACTIVE] -= 1
 
 
-@njit(cache=True)
+@leaf
 def mm_set_free(S, I, F, r, t, free):
     """Background step: resource r keeps ``free`` of its capacity from t on."""
     mm_solve(S, I, F)          # rates so far hold until t
@@ -140,7 +141,7 @@ def mm_set_free(S, I, F, r, t, free):
     _mark_dirty(S, I, F, r, t)
 
 
-@njit(cache=True)
+@leaf
 def mm_solve(S, I, F):
     """Re-solve the flows connected to the dirty resources (progressive filling)."""
     nd = I[S.si + N_DIRTY]
@@ -256,7 +257,7 @@ def mm_solve(S, I, F):
             iheap_push(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
 
 
-@njit(cache=True)
+@leaf
 def mm_next_time(S, I, F):
     mm_solve(S, I, F)
     if I[S.si + F_LEN] == 0:
@@ -264,7 +265,7 @@ def mm_next_time(S, I, F):
     return F[S.tfin + I[S.f_item]]
 
 
-@njit(cache=True)
+@leaf
 def mm_pop_due(S, I, F, t, bott_out):
     """Flows due at t (within rounding) go to ``S.done`` sorted by id, their bottleneck
     to ``I[bott_out + f]``; returns how many. The caller then calls :func:`mm_end` for
@@ -280,8 +281,7 @@ def mm_pop_due(S, I, F, t, bott_out):
         iheap_remove(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
         I[S.done + nd] = f
         nd += 1
-    if nd > 1:
-        I[S.done:S.done + nd].sort()
+    sort_ids(I, S.done, nd)
     for i in range(nd):
         f = I[S.done + i]
         I[bott_out + f] = I[S.bott + f]
