@@ -205,8 +205,7 @@ class Engine:
         from ccmod.kernel import compiling_notice
         from ccmod.kernel.loop import go_end, run_loop
         compiling_notice()
-        args = (self.C, self.P, self.Min, self.Ro, self.Go, self.T, self.Ko, self.L,
-                self.CSo, self.MSo, self.BG, self.I, self.F)
+        args = (self.C, self.P, self.L, self.I, self.F)
         while not run_loop(*args):
             if self.progress is not None:
                 self.progress(int(self.K.ks[2]))
