@@ -204,22 +204,23 @@ class WorkloadBuilder:
                                            "record corrupt?")
 
     def build(self) -> Workload:
-        chunks = self._chunks + [(self._cols, None)]
-        # a chunk merged with arrays is put in line order (see add_chunk)
-        orders = [None if arrs is None else np.argsort(np.concatenate(
-            [np.asarray(lists["line"], np.int64), arrs["line"]]), kind="stable")
-            for lists, arrs in chunks]
+        chunks = [(lists, arrs, _merge_order(lists, arrs))
+                  for lists, arrs in self._chunks + [(self._cols, None)]]
 
         def raw(name, dtype):
+            # one column of every chunk in append order; chunk arrays are released as used
             parts = []
-            for (lists, arrs), o in zip(chunks, orders):
+            for lists, arrs, o in chunks:
                 try:
                     a = np.asarray(lists[name], dtype=dtype)
                 except (OverflowError, ValueError, TypeError):
                     self._bad_value(name, dtype, lists)
                     raise
                 if arrs is not None:
-                    a = np.concatenate([a, arrs[name].astype(dtype, copy=False)])[o]
+                    b = arrs.pop(name).astype(dtype, copy=False)
+                    a = np.concatenate([a, b]) if len(a) else b
+                    if o is not None:
+                        a = a[o]
                 parts.append(a)
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
@@ -227,16 +228,19 @@ class WorkloadBuilder:
         nranks = self.nranks
         if nranks is None:
             nranks = int(rank.max()) + 1 if rank.size else 0
-        order = np.argsort(rank, kind="stable")
+        # stable sort by rank (identity when already in rank order: no copies then)
+        order = None if np.all(rank[1:] >= rank[:-1]) else np.argsort(rank, kind="stable")
         counts = np.bincount(rank, minlength=nranks) if rank.size else np.zeros(nranks, np.int64)
         rank_ptr = np.zeros(nranks + 1, dtype=np.int64)
         np.cumsum(counts, out=rank_ptr[1:])
+        n = rank.size
         del rank
 
         def col(name, dtype):
-            if not len(order):
+            if not n:
                 return np.zeros(0, dtype)
-            return raw(name, dtype)[order]
+            a = raw(name, dtype)
+            return a if order is None else a[order]
 
         return Workload(
             nranks=nranks, rank_ptr=rank_ptr, op=col("op", np.int8), peer=col("peer", np.int32),
@@ -244,6 +248,16 @@ class WorkloadBuilder:
             duration_s=col("duration_s", np.float64), req=col("req", np.int64),
             line=col("line", np.int64), file_id=col("file_id", np.int32),
             files=list(self.files), meta=dict(self.meta))
+
+
+def _merge_order(lists: dict, arrs: dict | None):
+    """Order merging a chunk's list records with its array records by line (None: as is)."""
+    if arrs is None:
+        return None
+    line = np.concatenate([np.asarray(lists["line"], np.int64), arrs["line"]])
+    if np.all(line[1:] >= line[:-1]):
+        return None
+    return np.argsort(line, kind="stable")
 
 
 def _fresh_cols() -> dict[str, list]:

@@ -246,6 +246,7 @@ class TIReader:
             return w
         p = TIParser(None, **_parser_opts(opts))
         _feed_text(p, text, str(path))
+        del text, head       # the records are built: the text's memory can go
         w = p.finish(str(path))
         w.meta["layout"] = "one-file"
         return w

@@ -28,7 +28,7 @@ from ccmod.workloads.base import OP_COMPUTE, OP_RECV, OP_SEND
 #: files smaller than this are read by the line parser (numpy's fixed cost dominates)
 FAST_MIN_BYTES = 1 << 16
 #: bytes per block (whole lines): bounds the temporary arrays of one block
-BLOCK_BYTES = 1 << 22
+BLOCK_BYTES = 1 << 20
 _ALLOWED = bytes(range(0x20, 0x7F)) + b"\t\n"
 _BIG_FLOPS = 9.0e18          # TIParser's bound on compute flops
 _MAX_COUNT = float(1 << 53)  # TIParser's bound on element counts
@@ -253,8 +253,8 @@ def _feed_block(p, data, line0, fname, fid, untagged, all_lines):
     if vec is None:
         b.add_chunk(lists, {k: np.zeros(0, np.int64) for k in lists})
         return
-    vec["line"] = line0 + T.line_idx[vec.pop("rows")] + 1
-    vec["file_id"] = np.full(len(vec["line"]), fid, np.int64)
+    vec["line"] = (line0 + 1 + T.line_idx[vec.pop("rows")]).astype(np.int64)
+    vec["file_id"] = np.full(len(vec["line"]), fid, np.int32)
     b.add_chunk(lists, vec)
 
 
@@ -321,15 +321,18 @@ def _vectorise(p, T: _Tokens, rank, untagged: bool):
     fast[c] = True
     fast[q] = True
     nc = len(c)
+    # in the Workload's dtypes (values checked above): no wider copy is held until build
+    rows = np.concatenate([c, q])
+    o = np.argsort(rows, kind="stable")            # line order: no reordering at build
     vec = {
-        "rows": np.concatenate([c, q]),
-        "rank": np.concatenate([rank[c], rank[q]]),
+        "rows": rows[o],
+        "rank": np.concatenate([rank[c], rank[q]]).astype(np.int32)[o],
         "op": np.concatenate([np.full(nc, OP_COMPUTE, np.int8),
-                              np.where(is_send[n_ok], OP_SEND, OP_RECV).astype(np.int8)]),
-        "peer": np.concatenate([np.full(nc, -1, np.int64), peer[n_ok]]),
-        "tag": np.concatenate([np.zeros(nc, np.int64), tag[n_ok]]),
-        "nbytes": np.concatenate([np.zeros(nc, np.int64), nb[n_ok]]),
-        "duration_s": np.concatenate([dur, np.zeros(len(q))]),
+                              np.where(is_send[n_ok], OP_SEND, OP_RECV).astype(np.int8)])[o],
+        "peer": np.concatenate([np.full(nc, -1, np.int32), peer[n_ok].astype(np.int32)])[o],
+        "tag": np.concatenate([np.zeros(nc, np.int32), tag[n_ok].astype(np.int32)])[o],
+        "nbytes": np.concatenate([np.zeros(nc, np.int64), nb[n_ok]])[o],
+        "duration_s": np.concatenate([dur, np.zeros(len(q))])[o],
         "req": np.full(nc + len(q), -1, np.int64),
     }
     return vec, fast
