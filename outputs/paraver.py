@@ -10,10 +10,14 @@ Mapping (times in integer nanoseconds, header ``ftime`` suffixed ``_ns``):
   standard configuration files colour them sensibly: 0 Idle, 1 Running (compute),
   3 Waiting a message (recv), 4 Blocking Send (send), 8 Wait/WaitAll (wait),
   13 Group Communication (barrier);
+* MPI call events (Extrae's types 50000001-50000003) for every record of the replayed
+  workload (``ctx.workload``), built by :mod:`outputs.paraver_calls`, with ccmod's private
+  types naming the communication records each call posts/completes and the exact compute,
+  so ``ccmod run trace.prv`` reproduces the prediction (docs/outputs.md);
 * communication records ``3:cpu:1:task:1:lsend:psend:cpu:1:task:1:lrecv:precv:size:tag``:
-  logical send = ``t_post_s`` (the send was issued), physical send = ``t_start_s`` (the
-  transfer started), logical = physical receive = ``t_end_s`` (the engine does not report
-  when the receive was posted).
+  logical send/receive = the send's/receive's post (inside its call), physical send =
+  ``t_start_s``, physical receive = when the receiver saw it complete; without the
+  workload: logical send = ``t_post_s``, logical = physical receive = ``t_end_s``.
 
 Records are sorted by their first time (states before communications on ties). The header
 date is fixed (``SOURCE_DATE_EPOCH`` when set) so the output is reproducible.

@@ -47,15 +47,16 @@ _WAIT_ONE = {"wait", "waitany"}
 
 
 def _messages_inside_collectives(calls) -> int:
-    """Number of message ends whose time lies within a collective call of their rank."""
+    """Number of message ends whose time lies strictly within a collective call of their
+    rank (an end on the call's first or last tick belongs to a neighbouring call)."""
     n = 0
     for cl in calls:
         times = sorted(it[0] for c in cl for it in c.items)
         if not times:
             continue
         for c in cl:
-            if COLLECTIVE_KINDS.get(c.kind()) is not None:
-                n += bisect_right(times, c.t1) - bisect_right(times, c.t0 - 1)
+            if COLLECTIVE_KINDS.get(c.kind()) is not None and c.t1 - c.t0 > 1:
+                n += max(bisect_left(times, c.t1) - bisect_right(times, c.t0), 0)
     return n
 
 
