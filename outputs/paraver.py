@@ -235,7 +235,7 @@ def _event_arrays(calls, rec_of_row):
         "".join(f":{CCMOD_POSTS}:{rec_of_row[i]}" for i in p)
         + "".join(f":{CCMOD_COMPLETES}:{rec_of_row[i]}" for i in d)
         + (f":{CCMOD_NATIVE_BARRIER}:1" if nat else "")
-        + (f":{CCMOD_COMPUTE}:{exact_bits(c)}" if c > 0 else "")
+        + "".join(f":{CCMOD_COMPUTE}:{exact_bits(x)}" for x in c)
         for p, d, nat, c in zip(posts, done, native, comp)]
     return (np.asarray(r, np.int64), seconds_to_ns(np.asarray(t, float)),
             np.asarray(q, np.int64), np.asarray(ty, np.int64), np.asarray(v, np.int64),

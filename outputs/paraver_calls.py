@@ -65,7 +65,8 @@ def pcf_events() -> list[str]:
             f"0    {CCMOD_COMPLETES}    ccmod: communication record this call completes",
             f"0    {CCMOD_NATIVE_BARRIER}    ccmod: barrier replayed as a pure "
             "synchronisation",
-            f"0    {CCMOD_COMPUTE}    ccmod: compute before this call (IEEE-754 double bits)",
+            f"0    {CCMOD_COMPUTE}    ccmod: a compute record before this call (seconds, "
+            "IEEE-754 double bits)",
             "", ""]
     return out
 
@@ -80,7 +81,7 @@ def call_timeline(result, workload):
     ``(rank, t_s, seq, type, value, posts, completes, native, compute_s)``: the message rows
     the call posts and completes (on its enter event; the writer names their communication
     records with ccmod's private types), whether it is a pure-synchronisation barrier and
-    the exact compute seconds since the previous call; the three
+    the exact durations of the compute records since the previous call; the three
     arrays are per message row (seconds).
     """
     w = workload
@@ -152,13 +153,13 @@ def _walk(r, w, comp, chan, sent, got, t_end, t_ps, t_pr, precv, detached, event
     op, peer, tg, dur, req = w.op, w.peer, w.tag, w.duration_s, w.req
     seq = [0]
 
-    gap = [0.0]                             # compute since the last call (exact seconds)
+    gap = []                                # compute records since the last call (seconds)
 
     def call(spec, t0, t1, posts=(), done=(), native=False):
-        events.append((r, t0, seq[0], spec[0], spec[1], posts, done, native, gap[0]))
-        events.append((r, t1, seq[0] + 1, spec[0], 0, (), (), False, 0.0))
+        events.append((r, t0, seq[0], spec[0], spec[1], posts, done, native, tuple(gap)))
+        events.append((r, t1, seq[0] + 1, spec[0], 0, (), (), False, ()))
         seq[0] += 2
-        gap[0] = 0.0
+        gap.clear()
 
     call(INIT, 0.0, 0.0)
     t = 0.0
@@ -169,7 +170,7 @@ def _walk(r, w, comp, chan, sent, got, t_end, t_ps, t_pr, precv, detached, event
         posts, done = (), ()
         if o == OP_COMPUTE:
             if dur[i] > 0:
-                gap[0] += float(dur[i])
+                gap.append(float(dur[i]))
                 if k < len(comp):
                     t = max(t, comp[k][1])
                     k += 1

@@ -401,8 +401,10 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
     for c in cl:
         asm.traced.call(r, c.t0 * unit, c.t1 * unit)
         if c.exact:
-            # ccmod's own output: the compute before this call, exactly (not rounded to ns)
-            asm.compute(r, sum(exact_seconds(v) for v in c.exact))
+            # ccmod's own output: the compute records before this call, exactly (not
+            # rounded to the trace's ns)
+            for v in c.exact:
+                asm.compute(r, exact_seconds(v))
         elif last is not None and c.t0 > last:
             if run is None:
                 gap = c.t0 - last

@@ -20,8 +20,8 @@ from ccmod.workloads.assembler import COLLECTIVE_KINDS
 
 #: ccmod-private event types written by the paraver sink (values: 1-based indices of
 #: communication records in file order; ``CCMOD_NATIVE_BARRIER`` 1 = OP_BARRIER;
-#: ``CCMOD_COMPUTE`` the compute before the call as the bits of an IEEE-754 double, so it
-#: reads back exactly instead of rounded to the trace's nanoseconds)
+#: ``CCMOD_COMPUTE`` one compute record before the call as the bits of an IEEE-754 double,
+#: so it reads back exactly instead of rounded to the trace's nanoseconds)
 CCMOD_POSTS, CCMOD_COMPLETES, CCMOD_NATIVE_BARRIER = 92000001, 92000002, 92000003
 CCMOD_COMPUTE = 92000004
 
