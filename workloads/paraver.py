@@ -399,7 +399,7 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
     out_isends: list = []          # handles of isends whose completion is not recorded
     completed_here = set()
     for c in cl:
-        asm.traced.call(r, c.t0 * unit, c.t1 * unit)
+        asm.traced.call(r, c.t0 * unit, c.t1 * unit, c.name)
         if c.exact:
             # ccmod's own output: the compute records before this call, exactly (not
             # rounded to the trace's ns)
