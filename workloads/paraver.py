@@ -461,6 +461,7 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
     completed_here = set()
     for c in cl:
         asm.traced.call(r, c.t0 * unit, c.t1 * unit)
+        asm.call_span(r, c.t0 * unit, c.t1 * unit)   # per-message times (msgtimes)
         if last is not None and c.t0 > last:
             if run is None:
                 gap = c.t0 - last
