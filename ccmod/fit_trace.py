@@ -65,14 +65,16 @@ def message_samples(paths, fmt: str = "auto", *, message_time: str = "waiting",
                     waiting_fraction: float = 0.5):
     """Per-message measured times of one or more traces, pooled.
 
-    Returns ``(nbytes, time_s, counts, formats)``; ``counts`` adds up the message counts
-    of :meth:`workloads.msgtimes.MessageTimes.quiet_samples`.
+    Returns ``(nbytes, time_s, same_node, counts, formats)``: ``same_node`` marks the
+    messages between ranks the trace places on one node (its recorded placement; all False
+    without one); ``counts`` adds up the message counts of
+    :meth:`workloads.msgtimes.MessageTimes.quiet_samples`.
     """
     from ccmod.workloads import detect_format, read_workload
     if message_time not in MESSAGE_TIMES:
         raise CcmodInputError(f"unknown message time '{message_time}'", source="--message-time",
                               hint="valid: " + ", ".join(MESSAGE_TIMES))
-    xs, ts, fmts = [], [], []
+    xs, ts, same, fmts = [], [], [], []
     counts: dict = {}
     for p in paths:
         f = fmt if fmt not in ("auto", "trace") else (timed_trace_format(p) or detect_format(p))
@@ -83,15 +85,21 @@ def message_samples(paths, fmt: str = "auto", *, message_time: str = "waiting",
         if mt is None:
             raise no_timestamps_error(p, f)
         if message_time == "waiting":
-            x, t, c = mt.quiet_samples(waiting_fraction=waiting_fraction)
+            x, t, c, used = mt.quiet_samples(waiting_fraction=waiting_fraction, index=True)
         else:
-            x, t, c = mt.later_start_samples()
+            x, t, c, used = mt.later_start_samples(index=True)
+        node = (w.meta.get("placement") or {}).get("node_of_rank")
+        if node is not None and len(node) == w.nranks:
+            node = np.asarray(node)
+            same.append(node[mt.src[used]] == node[mt.dst[used]])
+        else:
+            same.append(np.zeros(x.size, bool))
         xs.append(x)
         ts.append(t)
         fmts.append(f)
         for k, v in c.items():
             counts[k] = counts.get(k, 0) + int(v)
-    return np.concatenate(xs), np.concatenate(ts), counts, fmts
+    return np.concatenate(xs), np.concatenate(ts), np.concatenate(same), counts, fmts
 
 
 def fit_traces(paths, fmt: str = "auto", *, message_time: str = "waiting",
@@ -126,8 +134,8 @@ def fit_traces(paths, fmt: str = "auto", *, message_time: str = "waiting",
     paths = [str(p) for p in paths]
     if not paths:
         raise CcmodInputError("no trace given", hint="ccmod fit traces.otf2 -o model.json")
-    x, t, counts, fmts = message_samples(paths, fmt, message_time=message_time,
-                                         waiting_fraction=waiting_fraction)
+    x, t, same, counts, fmts = message_samples(paths, fmt, message_time=message_time,
+                                               waiting_fraction=waiting_fraction)
     named = ", ".join(paths)
     if counts.get("used", 0) == 0:
         late = counts.get("receiver_late", 0)
@@ -149,9 +157,36 @@ def fit_traces(paths, fmt: str = "auto", *, message_time: str = "waiting",
                "the background)")
     label = f"{'+'.join(sorted(set(fmts)))} trace, lower envelope"
     src = paths[0] if len(paths) == 1 else ", ".join(Path(p).name for p in paths)
-    rep = fit_envelope(x, t, source=src, label=label, notes=[how], counts=counts,
-                       quantile=quantile, min_messages=min_messages,
-                       bins_per_decade=bins_per_decade, **fit_kw)
+    env_kw = dict(quantile=quantile, min_messages=min_messages,
+                  bins_per_decade=bins_per_decade)
+    n_intra = int(np.sum(same))
+    counts["intra_node"] = n_intra
+    only_intra = n_intra == x.size
+    # with the trace's placement, a replay costs messages inside a node with the model's
+    # 'intra' part (one line): fit those messages apart; on one node only, they are also
+    # the only data for the network cost
+    keep = np.ones(x.size, bool) if only_intra else ~same
+    rep = fit_envelope(x[keep], t[keep], source=src, label=label, notes=[how], counts=counts,
+                       **env_kw, **fit_kw)
+    intra = None
+    if n_intra:
+        try:
+            sub = fit_envelope(x[same], t[same], source=src, label=label, **env_kw,
+                               **{**fit_kw, "breakpoints": "none", "packet_size": None})
+            intra = {"latency_s": float(sub.model.seg_latency_s[0]),
+                     "bandwidth_Bps": float(sub.model.seg_bandwidth_Bps[0])}
+            rep.notes.append(f"{n_intra} messages inside a node (the trace's placement) fitted "
+                             f"as one line for 'intra': latency {intra['latency_s']:.4g} s, "
+                             f"bandwidth {intra['bandwidth_Bps']:.4g} B/s")
+        except CcmodInputError as exc:
+            rep.notes.append(f"{n_intra} messages inside a node (the trace's placement): no "
+                             f"intra-node cost fitted ({exc.what})")
+    if only_intra:
+        rep.notes.append("all messages stayed inside one node: the network cost above is an "
+                         "intra-node cost too (replay with --map to put ranks apart)")
+    if intra is not None:
+        from ccmod.netsys.fit_multi import combine
+        rep.model = combine(rep.model, None, intra)
     bad = counts.get("nonpositive", 0)
     if bad > SKEW_WARN_FRACTION * max(counts.get("used", 0) + bad, 1):
         rep.warnings.append(f"{bad} message(s) arrived before they were sent by the trace's "

@@ -159,9 +159,15 @@ def test_cli_fit_trace_writes_model_for_run(real_dir, tmp_path):
     text = run_cli("fit", d)
     assert text.returncode == 0 and "lower envelope" in text.stdout
     assert "messages: 16 of 16 used" in text.stdout
+    # both ranks ran on one node (the trace's placement): the messages also give 'intra',
+    # so the replay with that placement uses the fitted cost, not the default one
+    intra = json.loads(out.read_text())["intra"]
+    assert intra["latency_s"] > 0 and intra["bandwidth_Bps"] > 0
+    assert any("inside a node" in n for n in js["notes"])
     run = run_cli("run", d, "--cost", out, "--json")
-    assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["makespan_s"] > 0
+    base = run_cli("run", d, "--json")
+    assert run.returncode == 0 and base.returncode == 0, run.stderr + base.stderr
+    assert json.loads(run.stdout)["makespan_s"] != json.loads(base.stdout)["makespan_s"]
 
 
 def test_cli_fit_paraver_quicksort(real_dir):

@@ -76,7 +76,7 @@ class MessageTimes:
                      for k in ("src", "dst", "nbytes", "send_start_s", "recv_post_s",
                                "recv_wait_start_s", "recv_end_s")))
 
-    def later_start_samples(self, *, self_messages: bool = False):
+    def later_start_samples(self, *, self_messages: bool = False, index: bool = False):
         """Every completed message, timed from the later of the send call's start and the
         start of the receiver's completing call to the end of that call.
 
@@ -96,9 +96,11 @@ class MessageTimes:
                   "self_messages": 0 if self_messages else int(np.sum(is_self)),
                   "no_completion": int(np.sum(keep & ~done)),
                   "nonpositive": int(np.sum(done & ~pos)), "used": int(np.sum(pos))}
-        return self.nbytes[pos].copy(), dt[pos].copy(), counts
+        out = self.nbytes[pos].copy(), dt[pos].copy(), counts
+        return (*out, np.flatnonzero(pos)) if index else out
 
-    def quiet_samples(self, *, waiting_fraction: float = 0.5, self_messages: bool = False):
+    def quiet_samples(self, *, waiting_fraction: float = 0.5, self_messages: bool = False,
+                      index: bool = False):
         """Waiting-receiver samples of the quiet transfer time (see the module docstring).
 
         Parameters
@@ -120,7 +122,10 @@ class MessageTimes:
             ``messages``, ``self_messages``, ``no_completion`` (the receive's completion
             is not in the trace), ``receiver_late`` (its receiver entered the completing
             call after the send started and was blocked for less than ``waiting_fraction``
-            of the measured time), ``nonpositive`` (time <= 0: clocks of the two ranks disagree), ``used``.
+            of the measured time), ``nonpositive`` (time <= 0: clocks of the two ranks
+            disagree), ``used``.
+        indices : int64[k]
+            Only with ``index=True``: which messages the samples are.
         """
         m = len(self)
         end, wstart, sstart = self.recv_end_s, self.recv_wait_start_s, self.send_start_s
@@ -137,7 +142,8 @@ class MessageTimes:
                   "receiver_late": int(np.sum(done & ~waiting)),
                   "nonpositive": int(np.sum(waiting & ~pos)),
                   "used": int(np.sum(pos))}
-        return self.nbytes[pos].copy(), dt[pos].copy(), counts
+        out = self.nbytes[pos].copy(), dt[pos].copy(), counts
+        return (*out, np.flatnonzero(pos)) if index else out
 
 
 __all__ = ["MessageTimes"]
