@@ -67,6 +67,14 @@ def register(app: typer.Typer) -> None:
         intra_processes: Optional[int] = typer.Option(None, "--intra-processes",
                                                       help="IMB '#processes = N' table of the "
                                                            "--intra files (e.g. 2)."),
+        intra_aggregate: Optional[list[Path]] = typer.Option(
+            None, "--intra-aggregate", help="Multi-pair run inside one node (IMB Uniband / "
+                                            "Biband, osu_mbw_mr; repeat): the node's aggregate "
+                                            "copy bandwidth."),
+        aggregate_processes: Optional[str] = typer.Option(
+            None, "--intra-aggregate-processes", help="IMB '#processes' tables of the "
+                                                      "--intra-aggregate files whose pairs are "
+                                                      "all on one node (comma list, e.g. 4,8,16)."),
         quantile: float = typer.Option(0.1, "--quantile", help="Traces: low quantile of the "
                                        "message times per size bin (the lower envelope)."),
         min_messages: int = typer.Option(2, "--min-messages", help="Traces: fewest messages "
@@ -121,7 +129,15 @@ def register(app: typer.Typer) -> None:
             # a fit of the data as a whole failed: the data is the files given
             raise CcmodInputError(exc.what, source=named, hint=exc.hint) from None
         from ccmod.netsys.fit_multi import extend_report
-        extend_report(report, stream or (), intra or (), intra_processes)
+        procs = None
+        if aggregate_processes:
+            try:
+                procs = [int(v) for v in aggregate_processes.split(",") if v.strip()]
+            except ValueError:
+                raise CcmodInputError(f"'{aggregate_processes}' is not a comma list of integers",
+                                      source="--intra-aggregate-processes") from None
+        extend_report(report, stream or (), intra or (), intra_processes, intra_aggregate or (),
+                      procs)
         if output is not None:
             try:
                 report.model.save(output)

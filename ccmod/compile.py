@@ -181,6 +181,19 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     starts = table.indptr[pinv] if M else np.zeros(0, np.int64)
     offs = np.arange(route_ptr[-1]) - np.repeat(route_ptr[:-1], hops)
     route_res = table.resources[np.repeat(starts, hops) + offs].astype(np.int32)
+    nodes = getattr(network, "node_resources", None)
+    rank_res = nodes.rank_copy_resource(dst) if nodes is not None and M else None
+    if rank_res is not None:
+        # intra=shared: a message inside a node also uses its receiving rank's copy
+        # resource (one core copies at the one-pair rate), appended to its route
+        add = (sn == dn) & (hops > 0)
+        hops2 = hops + add
+        ptr2 = np.zeros(M + 1, np.int64)
+        np.cumsum(hops2, out=ptr2[1:])
+        res2 = np.empty(ptr2[-1], np.int32)
+        res2[np.repeat(ptr2[:-1], hops) + offs] = route_res
+        res2[ptr2[1:][add] - 1] = rank_res[add]
+        hops, route_ptr, route_res = hops2.astype(hops.dtype), ptr2, res2
     lat = table.latency_s[pinv] if M else np.zeros(0)
     bw = table.bandwidth_Bps[pinv] if M else np.zeros(0)
     cost = network.cost

@@ -16,7 +16,13 @@ SHARING_RULES.add(
     "bandwidth availability (BA = capacity share left by contention and background)",
     params={"latency": Param(str, "shared", "shared: the article (latency divided by BA "
                                             "too); unshared: latency paid alone, BA applied "
-                                            "to the bandwidth part", ("shared", "unshared"))})
+                                            "to the bandwidth part", ("shared", "unshared")),
+            "capacity": Param(str, "ignored", "ignored: the article (BA = free / count on "
+                                              "every resource, whatever its capacity); ratio: "
+                                              "BA = min(1, capacity / (count * quiet "
+                                              "bandwidth)), so a resource faster or slower "
+                                              "than a message's quiet bandwidth counts",
+                              ("ignored", "ratio"))})
 SHARING_RULES.add(
     "maxmin", object,
     "max-min fair sharing of each resource (SimGrid CM02-like); latency is not shared",

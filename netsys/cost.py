@@ -49,6 +49,8 @@ class CostModel:
     #: intra-node (same node) latency and bandwidth, None = the run's defaults
     intra_latency_s = None
     intra_bandwidth_Bps = None
+    #: aggregate copy bandwidth of a node's cores together (None = one pair's)
+    intra_aggregate_bandwidth_Bps = None
     #: rate bytes flow at when messages stream (None = the segment bandwidths)
     stream_bandwidth_Bps = None
 
@@ -213,6 +215,9 @@ class PiecewiseLinearCost(CostModel):
             if "bandwidth_Bps" in intra:
                 self.intra_bandwidth_Bps = num(intra["bandwidth_Bps"], "intra.bandwidth_Bps",
                                                lo=1.0)
+            if "aggregate_bandwidth_Bps" in intra:
+                self.intra_aggregate_bandwidth_Bps = num(
+                    intra["aggregate_bandwidth_Bps"], "intra.aggregate_bandwidth_Bps", lo=1.0)
         rng = extra.get("fitted_range")
         if rng is not None:
             try:

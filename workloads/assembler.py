@@ -154,9 +154,13 @@ class TraceAssembler:
         return True
 
     # -- time ---------------------------------------------------------------------------
-    def mpi_enter(self, rank: int, t_s: float, line: int = 0, fid: int = 0) -> None:
-        """Start of an MPI call: the time since the previous call's end is compute."""
-        self.traced.enter(rank, t_s)
+    def mpi_enter(self, rank: int, t_s: float, line: int = 0, fid: int = 0,
+                  name: str | None = None) -> None:
+        """Start of an MPI call: the time since the previous call's end is compute.
+
+        ``name`` (e.g. ``MPI_Init``) lets the measured time keep MPI_Init/MPI_Finalize
+        apart, since they are not replayed."""
+        self.traced.enter(rank, t_s, name)
         self._call[rank] = [t_s, t_s]
         last = self.last_exit[rank]
         if last is not None:

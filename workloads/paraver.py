@@ -460,7 +460,7 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
     out_isends: list = []          # handles of isends whose completion is not recorded
     completed_here = set()
     for c in cl:
-        asm.traced.call(r, c.t0 * unit, c.t1 * unit)
+        asm.traced.call(r, c.t0 * unit, c.t1 * unit, c.name)
         asm.call_span(r, c.t0 * unit, c.t1 * unit)   # per-message times (msgtimes)
         if last is not None and c.t0 > last:
             if run is None:
