@@ -400,6 +400,7 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
     completed_here = set()
     for c in cl:
         asm.traced.call(r, c.t0 * unit, c.t1 * unit, c.name)
+        asm.call_span(r, c.t0 * unit, c.t1 * unit)   # per-message times (msgtimes)
         if c.exact:
             # ccmod's own output: the compute records before this call, exactly (not
             # rounded to the trace's ns)
