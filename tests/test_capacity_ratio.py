@@ -158,3 +158,10 @@ def test_intra_small_messages_cost_the_sender_per_message_and_skip_the_nic_gap()
                     sharing=sh, cost=cost)
             # (the last byte of the k pairs crosses the node copy resource together)
             assert r.makespan_s == pytest.approx(W * o + k / 1e10, rel=1e-6)
+
+
+def test_rule_lists_keep_a_rules_own_options():
+    from ccmod.sharing import split_rules
+    assert split_rules("ccmod, ccmod:latency=unshared,capacity=ratio,maxmin") == [
+        "ccmod", "ccmod:latency=unshared,capacity=ratio", "maxmin"]
+    assert split_rules("") == []
