@@ -85,6 +85,9 @@ def register(app: typer.Typer) -> None:
                                          "(messages whose receiver waited, from the send's "
                                          "start) or 'later' (all, from the later start; a "
                                          "lower bound)."),
+        compare: Optional[Path] = typer.Option(None, "--compare", help="Traces: a cost model "
+                                               "JSON (e.g. a ping-pong fit) to compare the "
+                                               "envelope with."),
     ) -> None:
         """Fit a piecewise-linear quiet-network cost model (latency + bandwidth per size range)."""
         from ccmod.netsys.fit_report import fit_files
@@ -119,7 +122,15 @@ def register(app: typer.Typer) -> None:
                 report = fit_traces(files, fmt, message_time=message_time, quantile=quantile,
                                     min_messages=min_messages, bins_per_decade=bins_per_decade,
                                     **fit_kw)
+                if compare is not None:
+                    from ccmod.netsys.cost import PiecewiseLinearCost
+                    from ccmod.netsys.fit_envelope import compare as compare_models
+                    compare_models(report, PiecewiseLinearCost.load(compare), str(compare))
             else:
+                if compare is not None:
+                    raise CcmodInputError("--compare applies to fits of traces",
+                                          source="--compare",
+                                          hint="give a timestamped trace (OTF2, Paraver, ...)")
                 report = fit_files(files, fmt, opts, hops=hops, **fit_kw)
         except CcmodInputError as exc:
             if fmt == "auto" and not from_trace:

@@ -232,3 +232,31 @@ def test_real_otf2_sst_macro(real_dir):
     assert all(s["n_messages"] > 0 and s["n_message_sizes"] > 0 for s in sup)
     q = rep.model.quiet_s(np.array([4, 1024, 131072], float))
     assert np.all(np.diff(q) > 0)
+
+
+def test_compare_with_pingpong_fit_of_same_run(real_dir, tmp_path):
+    """`--compare`: the envelope next to a ping-pong fit of the same machine. The classic
+    ping-pong estimate (half of each round trip, as osu_latency reports it) is written as a
+    benchmark CSV from the same trace and fitted by `ccmod fit`; the trace's envelope must
+    agree with it to within 20 % and not lie above it (it keeps the faster direction)."""
+    d = real_dir / PINGPONG
+    mt = read_workload(d).message_times
+    rows = ["bytes,latency_us"]
+    for n in np.unique(mt.nbytes):
+        i = np.flatnonzero((mt.nbytes == n) & (mt.src == 0))[0]
+        j = np.flatnonzero((mt.nbytes == n) & (mt.src == 1))[0]
+        rows.append(f"{n},{(mt.recv_end_s[j] - mt.send_start_s[i]) / 2 * 1e6:.4f}")
+    csv = tmp_path / "pingpong.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    pp = tmp_path / "pingpong.json"
+    assert run_cli("fit", csv, "-o", pp).returncode == 0
+    r = run_cli("fit", d, "--compare", pp, "--json")
+    assert r.returncode == 0, r.stderr
+    c = json.loads(r.stdout)["envelope"]["compare"]
+    assert len(c["nbytes"]) == 8
+    assert 0.8 <= c["fitted_over_other"]["median"] <= 1.0
+    assert 0.8 <= c["envelope_over_other"]["median"] <= 1.0
+    text = run_cli("fit", d, "--compare", pp)
+    assert "compared with" in text.stdout
+    bad = run_cli("fit", csv, "--compare", pp)
+    assert bad.returncode == 2 and "--compare" in bad.stderr
