@@ -182,5 +182,5 @@ def _untimed_trace_instead(files) -> None:
     from ccmod.fit_trace import no_timestamps_error, untimed_trace_format
     for f in files:
         name = untimed_trace_format(f)
-        if name is not None and name != "csv":
+        if name is not None:
             raise no_timestamps_error(f, name) from None

@@ -193,12 +193,19 @@ def test_bad_traces_one_line_exit_2(real_dir, tmp_path):
     ti = tmp_path / "t.ti"
     ti.write_text("0 send 1 100\n1 recv 0 100\n")
     r = run_cli("fit", ti)
-    assert r.returncode == 2 and "no measured times" in r.stderr, r.stderr
+    assert r.returncode == 2 and "no measured message times" in r.stderr, r.stderr
     r = run_cli("fit", ti, "--format", "trace")
-    assert r.returncode == 2 and "no measured times" in r.stderr, r.stderr
+    assert r.returncode == 2 and "no measured message times" in r.stderr, r.stderr
     # SPhot (liballprof): 3 messages of 8 B and 3 of 128 B, the larger ones faster
     r = run_cli("fit", real_dir / "loggopsim/sphot-liballprof")
     assert r.returncode == 2 and "does not grow" in r.stderr and "8 B:" in r.stderr
+    # a pipit CSV export (read by the 'csv' reader) carries no matched message times
+    pipit = tmp_path / "pp.csv"
+    pipit.write_text("Timestamp (ns),Event Type,Name,Thread,Process,Attributes\n"
+                     "0.0,Enter,MPI_Init,0,0,{}\n10.0,Leave,MPI_Init,0,0,\n")
+    r = run_cli("fit", pipit)
+    assert r.returncode == 2 and "'csv' trace gives no measured message times" in r.stderr, \
+        r.stderr
     # too few messages per size for --min-messages
     r = run_cli("fit", real_dir / "loggopsim/sphot-liballprof", "--min-messages", "50")
     assert r.returncode == 2 and "--min-messages" in r.stderr
