@@ -47,6 +47,12 @@ class EnvelopeBins:
     kept : bool[b]
         Bin has at least ``min_messages`` messages (only kept bins are fitted).
     quantile, min_messages, bins_per_decade : the parameters used.
+    counts : dict
+        Message counts given by the caller (how many were used, why others were not).
+    compare : dict or None
+        Set by :func:`compare`.
+    sample_nbytes, sample_s : ndarray
+        Every message's size and time (sorted by bin, then time).
     """
 
     lo_bytes: np.ndarray
@@ -63,6 +69,9 @@ class EnvelopeBins:
     bins_per_decade: int = BINS_PER_DECADE
     counts: dict = field(default_factory=dict)
     compare: dict | None = None
+    #: every message's size and time (for the plot)
+    sample_nbytes: np.ndarray | None = None
+    sample_s: np.ndarray | None = None
 
     def rows(self, predicted_s=None, segment=None) -> list[dict]:
         out = []
@@ -138,7 +147,7 @@ def lower_envelope(nbytes, time_s, *, quantile: float = QUANTILE,
                         np.asarray(cols["rep"], np.int64), n, np.asarray(cols["nsz"], np.int64),
                         np.asarray(cols["q"]), np.asarray(cols["med"]), np.asarray(cols["min"]),
                         n >= int(min_messages), float(quantile), int(min_messages),
-                        int(bins_per_decade))
+                        int(bins_per_decade), sample_nbytes=x, sample_s=t)
 
 
 def fit_envelope(nbytes, time_s, *, source: str, label: str, notes=(), counts=None,

@@ -156,8 +156,10 @@ def test_cli_fit_trace_writes_model_for_run(real_dir, tmp_path):
     assert js["inputs"][0]["format"].startswith("otf2 trace")
     m = PiecewiseLinearCost.load(out)
     assert m.to_dict()["segments"] == js["model"]["segments"]
-    text = run_cli("fit", d)
+    png = tmp_path / "pp.png"
+    text = run_cli("fit", d, "--plot", png)
     assert text.returncode == 0 and "lower envelope" in text.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "messages: 16 of 16 used" in text.stdout
     # both ranks ran on one node (the trace's placement): the messages also give 'intra',
     # so the replay with that placement uses the fitted cost, not the default one
