@@ -1,6 +1,7 @@
-"""``ccmod fit``: fit a quiet-network cost model from ping-pong measurements.
+"""``ccmod fit``: fit a quiet-network cost model from ping-pong measurements or traces.
 
-A thin wrapper over :func:`netsys.fit_report.fit_files`; see docs/fitting.md.
+A thin wrapper over :func:`netsys.fit_report.fit_files` (benchmark output) and
+:func:`ccmod.fit_trace.fit_traces` (a timestamped trace's own messages); see docs/fitting.md.
 """
 from __future__ import annotations
 
