@@ -222,6 +222,9 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
             f"the cost model's bandwidth (up to {cap[fast].max():.4g} B/s) exceeds the "
             f"route's bottleneck link capacity ({bw[fast].min():.4g} B/s) on "
             f"{int(fast.sum())} message(s): {how}; give the network a matching bandwidth=")
+    if table.flow_cap_Bps is not None and M:
+        # a non-shared hop (FATPIPE) limits each flow on its own: it is not a resource
+        cap = np.minimum(cap, table.flow_cap_Bps[pinv])
     intra_q = intra_latency_s + nbytes / intra_bandwidth_Bps
     quiet = np.where(same, intra_q, quiet)
     # with a shared copy resource (network intra=shared) the bytes flow over it after the
