@@ -1,6 +1,7 @@
-"""``ccmod fit``: fit a quiet-network cost model from ping-pong measurements.
+"""``ccmod fit``: fit a quiet-network cost model from ping-pong measurements or traces.
 
-A thin wrapper over :func:`netsys.fit_report.fit_files`; see docs/fitting.md.
+A thin wrapper over :func:`netsys.fit_report.fit_files` (benchmark output) and
+:func:`ccmod.fit_trace.fit_traces` (a timestamped trace's own messages); see docs/fitting.md.
 """
 from __future__ import annotations
 
@@ -85,6 +86,9 @@ def register(app: typer.Typer) -> None:
                                          "(messages whose receiver waited, from the send's "
                                          "start) or 'later' (all, from the later start; a "
                                          "lower bound)."),
+        compare: Optional[Path] = typer.Option(None, "--compare", help="Traces: a cost model "
+                                               "JSON (e.g. a ping-pong fit) to compare the "
+                                               "envelope with."),
     ) -> None:
         """Fit a piecewise-linear quiet-network cost model (latency + bandwidth per size range)."""
         from ccmod.netsys.fit_report import fit_files
@@ -119,7 +123,15 @@ def register(app: typer.Typer) -> None:
                 report = fit_traces(files, fmt, message_time=message_time, quantile=quantile,
                                     min_messages=min_messages, bins_per_decade=bins_per_decade,
                                     **fit_kw)
+                if compare is not None:
+                    from ccmod.netsys.cost import PiecewiseLinearCost
+                    from ccmod.netsys.fit_envelope import compare as compare_models
+                    compare_models(report, PiecewiseLinearCost.load(compare), str(compare))
             else:
+                if compare is not None:
+                    raise CcmodInputError("--compare applies to fits of traces",
+                                          source="--compare",
+                                          hint="give a timestamped trace (OTF2, Paraver, ...)")
                 report = fit_files(files, fmt, opts, hops=hops, **fit_kw)
         except CcmodInputError as exc:
             if fmt == "auto" and not from_trace:
@@ -171,5 +183,5 @@ def _untimed_trace_instead(files) -> None:
     from ccmod.fit_trace import no_timestamps_error, untimed_trace_format
     for f in files:
         name = untimed_trace_format(f)
-        if name is not None and name != "csv":
+        if name is not None:
             raise no_timestamps_error(f, name) from None

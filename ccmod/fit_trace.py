@@ -55,8 +55,9 @@ def untimed_trace_format(path) -> str | None:
 
 def no_timestamps_error(path, fmt: str) -> CcmodInputError:
     return CcmodInputError(
-        f"a '{fmt}' trace has no measured times: ccmod fit needs a timestamped trace (OTF2, "
-        "Paraver, DUMPI, liballprof) or ping-pong benchmark output", source=str(path),
+        f"a '{fmt}' trace gives no measured message times: ccmod fit needs a timestamped "
+        "trace (OTF2, Paraver, DUMPI, liballprof) or ping-pong benchmark output",
+        source=str(path),
         hint="fit the network from a ping-pong (osu_latency, IMB PingPong) of the same "
              "machine, or trace the run with Score-P/Extrae/DUMPI")
 

@@ -47,6 +47,12 @@ class EnvelopeBins:
     kept : bool[b]
         Bin has at least ``min_messages`` messages (only kept bins are fitted).
     quantile, min_messages, bins_per_decade : the parameters used.
+    counts : dict
+        Message counts given by the caller (how many were used, why others were not).
+    compare : dict or None
+        Set by :func:`compare`.
+    sample_nbytes, sample_s : ndarray
+        Every message's size and time (sorted by bin, then time).
     """
 
     lo_bytes: np.ndarray
@@ -62,6 +68,10 @@ class EnvelopeBins:
     min_messages: int = MIN_MESSAGES
     bins_per_decade: int = BINS_PER_DECADE
     counts: dict = field(default_factory=dict)
+    compare: dict | None = None
+    #: every message's size and time (for the plot)
+    sample_nbytes: np.ndarray | None = None
+    sample_s: np.ndarray | None = None
 
     def rows(self, predicted_s=None, segment=None) -> list[dict]:
         out = []
@@ -137,7 +147,7 @@ def lower_envelope(nbytes, time_s, *, quantile: float = QUANTILE,
                         np.asarray(cols["rep"], np.int64), n, np.asarray(cols["nsz"], np.int64),
                         np.asarray(cols["q"]), np.asarray(cols["med"]), np.asarray(cols["min"]),
                         n >= int(min_messages), float(quantile), int(min_messages),
-                        int(bins_per_decade))
+                        int(bins_per_decade), sample_nbytes=x, sample_s=t)
 
 
 def fit_envelope(nbytes, time_s, *, source: str, label: str, notes=(), counts=None,
@@ -231,13 +241,39 @@ def envelope_segments(rep) -> np.ndarray:
     return np.where(env.kept, seg, -1)
 
 
+def compare(rep, other, name: str) -> dict:
+    """The envelope and the fitted model next to another cost model (e.g. a ping-pong fit).
+
+    Per fitted size bin: the other model's time; ratios envelope / other and fitted /
+    other (median, min, max over the bins). Stored in ``rep.envelope.compare``.
+    """
+    env = rep.envelope
+    k = env.kept
+    sizes = env.nbytes[k].astype(float)
+    other_s = np.asarray(other.quiet_s(sizes), float)
+    r_env = env.quantile_s[k] / other_s
+    r_fit = np.asarray(rep.model.quiet_s(sizes), float) / other_s
+
+    def stats(r):
+        return {"median": float(np.median(r)), "min": float(np.min(r)), "max": float(np.max(r))}
+
+    out = {"model": name, "nbytes": env.nbytes[k].astype(int).tolist(),
+           "other_s": other_s.tolist(), "envelope_over_other": stats(r_env),
+           "fitted_over_other": stats(r_fit)}
+    env.compare = out
+    return out
+
+
 def envelope_json(rep) -> dict:
     env = rep.envelope
     pred = rep.model.quiet_s(env.nbytes.astype(float))
-    return {"quantile": env.quantile, "min_messages": env.min_messages,
-            "bins_per_decade": env.bins_per_decade, "messages": env.counts,
-            "bins": env.rows(pred, envelope_segments(rep)),
-            "segment_support": segment_support(rep)}
+    d = {"quantile": env.quantile, "min_messages": env.min_messages,
+         "bins_per_decade": env.bins_per_decade, "messages": env.counts,
+         "bins": env.rows(pred, envelope_segments(rep)),
+         "segment_support": segment_support(rep)}
+    if env.compare is not None:
+        d["compare"] = env.compare
+    return d
 
 
 def envelope_text(rep) -> list[str]:
@@ -274,8 +310,15 @@ def envelope_text(rep) -> list[str]:
                      + (f"{rel:>+8.2%}" if env.kept[i] else "  (not fitted)"))
     if env.nbytes.size > len(rows):
         lines.append(f"  ({env.nbytes.size} size bins: the first 40 fitted ones shown; all in --json)")
+    c = env.compare
+    if c is not None:
+        e, f = c["envelope_over_other"], c["fitted_over_other"]
+        lines.append(f"compared with {c['model']} at the {len(c['nbytes'])} fitted sizes: "
+                     f"envelope / that model median {e['median']:.3g}x ({e['min']:.3g}x .. "
+                     f"{e['max']:.3g}x), fitted / that model median {f['median']:.3g}x "
+                     f"({f['min']:.3g}x .. {f['max']:.3g}x)")
     return lines
 
 
-__all__ = ["EnvelopeBins", "lower_envelope", "fit_envelope", "segment_support",
+__all__ = ["EnvelopeBins", "lower_envelope", "fit_envelope", "segment_support", "compare",
            "envelope_json", "envelope_text"]

@@ -156,8 +156,10 @@ def test_cli_fit_trace_writes_model_for_run(real_dir, tmp_path):
     assert js["inputs"][0]["format"].startswith("otf2 trace")
     m = PiecewiseLinearCost.load(out)
     assert m.to_dict()["segments"] == js["model"]["segments"]
-    text = run_cli("fit", d)
+    png = tmp_path / "pp.png"
+    text = run_cli("fit", d, "--plot", png)
     assert text.returncode == 0 and "lower envelope" in text.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "messages: 16 of 16 used" in text.stdout
     # both ranks ran on one node (the trace's placement): the messages also give 'intra',
     # so the replay with that placement uses the fitted cost, not the default one
@@ -193,12 +195,19 @@ def test_bad_traces_one_line_exit_2(real_dir, tmp_path):
     ti = tmp_path / "t.ti"
     ti.write_text("0 send 1 100\n1 recv 0 100\n")
     r = run_cli("fit", ti)
-    assert r.returncode == 2 and "no measured times" in r.stderr, r.stderr
+    assert r.returncode == 2 and "no measured message times" in r.stderr, r.stderr
     r = run_cli("fit", ti, "--format", "trace")
-    assert r.returncode == 2 and "no measured times" in r.stderr, r.stderr
+    assert r.returncode == 2 and "no measured message times" in r.stderr, r.stderr
     # SPhot (liballprof): 3 messages of 8 B and 3 of 128 B, the larger ones faster
     r = run_cli("fit", real_dir / "loggopsim/sphot-liballprof")
     assert r.returncode == 2 and "does not grow" in r.stderr and "8 B:" in r.stderr
+    # a pipit CSV export (read by the 'csv' reader) carries no matched message times
+    pipit = tmp_path / "pp.csv"
+    pipit.write_text("Timestamp (ns),Event Type,Name,Thread,Process,Attributes\n"
+                     "0.0,Enter,MPI_Init,0,0,{}\n10.0,Leave,MPI_Init,0,0,\n")
+    r = run_cli("fit", pipit)
+    assert r.returncode == 2 and "'csv' trace gives no measured message times" in r.stderr, \
+        r.stderr
     # too few messages per size for --min-messages
     r = run_cli("fit", real_dir / "loggopsim/sphot-liballprof", "--min-messages", "50")
     assert r.returncode == 2 and "--min-messages" in r.stderr
@@ -232,3 +241,31 @@ def test_real_otf2_sst_macro(real_dir):
     assert all(s["n_messages"] > 0 and s["n_message_sizes"] > 0 for s in sup)
     q = rep.model.quiet_s(np.array([4, 1024, 131072], float))
     assert np.all(np.diff(q) > 0)
+
+
+def test_compare_with_pingpong_fit_of_same_run(real_dir, tmp_path):
+    """`--compare`: the envelope next to a ping-pong fit of the same machine. The classic
+    ping-pong estimate (half of each round trip, as osu_latency reports it) is written as a
+    benchmark CSV from the same trace and fitted by `ccmod fit`; the trace's envelope must
+    agree with it to within 20 % and not lie above it (it keeps the faster direction)."""
+    d = real_dir / PINGPONG
+    mt = read_workload(d).message_times
+    rows = ["bytes,latency_us"]
+    for n in np.unique(mt.nbytes):
+        i = np.flatnonzero((mt.nbytes == n) & (mt.src == 0))[0]
+        j = np.flatnonzero((mt.nbytes == n) & (mt.src == 1))[0]
+        rows.append(f"{n},{(mt.recv_end_s[j] - mt.send_start_s[i]) / 2 * 1e6:.4f}")
+    csv = tmp_path / "pingpong.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    pp = tmp_path / "pingpong.json"
+    assert run_cli("fit", csv, "-o", pp).returncode == 0
+    r = run_cli("fit", d, "--compare", pp, "--json")
+    assert r.returncode == 0, r.stderr
+    c = json.loads(r.stdout)["envelope"]["compare"]
+    assert len(c["nbytes"]) == 8
+    assert 0.8 <= c["fitted_over_other"]["median"] <= 1.0
+    assert 0.8 <= c["envelope_over_other"]["median"] <= 1.0
+    text = run_cli("fit", d, "--compare", pp)
+    assert "compared with" in text.stdout
+    bad = run_cli("fit", csv, "--compare", pp)
+    assert bad.returncode == 2 and "--compare" in bad.stderr
