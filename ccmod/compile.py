@@ -236,7 +236,9 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     o_send, o_recv = (np.asarray(a, float) for a in cost.overheads_s(nbytes, same)) if M else (
         np.zeros(0), np.zeros(0))
     if charge_overheads and M:
-        o_tot = np.minimum(o_send + o_recv, np.where(same, 0.0, latency))
+        # inside a node the overhead is part of the intra-node latency (cost model's
+        # intra.o_send_s: one pair's per-message time when messages follow each other)
+        o_tot = np.minimum(o_send + o_recv, latency)
         scale = np.where(o_send + o_recv > 0, o_tot / np.maximum(o_send + o_recv, 1e-300), 0.0)
         o_send, o_recv = o_send * scale, o_recv * scale
         quiet = quiet - o_tot
