@@ -38,7 +38,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmod.api import run  # noqa: E402
-from ccmod.netsys.fit_multi import combine, intra_summary, stream_summary  # noqa: E402
+from ccmod.sharing import split_rules  # noqa: E402
+from ccmod.netsys.fit_multi import (aggregate_summary, combine, intra_summary,  # noqa: E402
+                                    stream_summary)
 from ccmod.netsys.fit_report import fit_files  # noqa: E402
 from ccmod.netsys.pingpong import ReadOptions  # noqa: E402
 from ccmod.workloads import collectives as C  # noqa: E402
@@ -103,6 +105,22 @@ def fit_fabric(real: Path, folder: str, jobs: dict) -> tuple[object, str, list[s
     st = stream_summary(streams) if streams else None
     intra_file = _out(base / "imb/IMB_Uniband_0_5")
     it = intra_summary([intra_file], options=ReadOptions(processes=2)) if intra_file else None
+    # the node's aggregate copy bandwidth: IMB Biband tables whose pairs all sit in one node
+    # (a different benchmark than the Uniband tables predicted below)
+    agg = []
+    for sub in sorted((base / "imb").glob("IMB_Biband*")):
+        f = _out(sub)
+        key = f"{folder}/imb/{sub.name}"
+        if f is None or key not in jobs:
+            continue
+        nr, ppn = jobs[key]
+        procs = [p for p in V.imb_tables(f, "Biband") if p // 2 <= ppn and
+                 all(i // ppn == (i + p // 2) // ppn for i in range(p // 2))]
+        if procs:
+            agg.append(aggregate_summary([f], procs)["aggregate_bandwidth_Bps"])
+    if it is not None and agg:
+        it["aggregate_bandwidth_Bps"] = float(np.max(agg))
+        notes.append(f"intra aggregate {np.max(agg) / 1e9:.3g} GB/s from IMB Biband")
     sizes = np.concatenate([m.nbytes for m in rep.measurements])
     model = combine(rep.model, st, it, (int(sizes.min()), int(sizes.max())))
     duplex = "full"
@@ -132,6 +150,15 @@ def rel(p, m):
     return p / m - 1.0
 
 
+def _emit(rows, row):
+    """Keep a result row and print it at once (a full run takes tens of minutes)."""
+    rows.append(row)
+    cl, exp, _, sh, errs, _ = row
+    if errs:
+        print(f"# {cl} | {exp} | {sh} | median |err| {100 * np.median(np.abs(errs)):.1f}% "
+              f"(signed {100 * np.median(errs):+.0f}%, {len(errs)} points)", flush=True)
+
+
 # ------------------------------------------------------------------------ experiments
 def saturation(real: Path, sharings, rows, quick=False):
     for name, c in SAT_CLUSTERS.items():
@@ -151,7 +178,7 @@ def saturation(real: Path, sharings, rows, quick=False):
                     p = predict(w, net, sh, model, ranks=act)
                     errs.append(rel(p, m))
                     ferrs.append(rel(p / ref_pred, m / ref_meas))
-                rows.append((name, f"saturation {test}", "saturation", sh, errs, ferrs))
+                _emit(rows, (name, f"saturation {test}", "saturation", sh, errs, ferrs))
             meas = V.saturation_groups(d / "load_alltoall.csv")
             algs = C.parse_collective_option(f"mpi={c['mpi']}")
             errs, ferrs = [], []
@@ -161,12 +188,15 @@ def saturation(real: Path, sharings, rows, quick=False):
                 p = predict(V.w_collective(k, "alltoall", NBYTES_SAT, algs), net, sh, model)
                 errs.append(rel(p, m))
                 ferrs.append(rel(p / ref_pred, m / ref_meas))
-            rows.append((name, "saturation alltoall", "saturation", sh, errs, ferrs))
+            _emit(rows, (name, "saturation alltoall", "saturation", sh, errs, ferrs))
 
 
-def streams(real: Path, sharings, rows, quick=False):
+def streams(real: Path, sharings, rows, quick=False, parts=("streams", "intranode",
+                                                           "collectives"), fabrics=None):
     jobs = V.read_jobs(real / HPC)
     for fab, (folder, nominal, mpi) in FABRICS.items():
+        if fabrics and fab not in fabrics:
+            continue
         model, duplex, _ = fit_fabric(real, folder, jobs)
         nic = model.stream_bandwidth_Bps or nominal
         net = (f"star:bandwidth={nominal:g},latency=0,duplex={duplex},nic_bandwidth={nic:g},"
@@ -206,6 +236,9 @@ def streams(real: Path, sharings, rows, quick=False):
                 continue
             seen.add((exp, nr))
             cat = "intranode" if "intranode" in exp else "stream"
+            if (cat == "intranode" and "intranode" not in parts) or (
+                    cat == "stream" and "streams" not in parts):
+                continue
             sizes = sorted(meas)
             if quick:
                 sizes = sizes[::3]
@@ -218,9 +251,10 @@ def streams(real: Path, sharings, rows, quick=False):
                     p_t = r.makespan_s
                     m_t = meas[n]
                     (big if n >= 65536 else small).append(rel(p_t, m_t))
-                rows.append((fab, exp + " >=64KiB", cat, sh, big, None))
-                rows.append((fab, exp + " <64KiB", cat, sh, small, None))
-        coll(fab, folder, base, jobs, model, net, mpi, sharings, rows, quick)
+                _emit(rows, (fab, exp + " >=64KiB", cat, sh, big, None))
+                _emit(rows, (fab, exp + " <64KiB", cat, sh, small, None))
+        if "collectives" in parts:
+            coll(fab, folder, base, jobs, model, net, mpi, sharings, rows, quick)
 
 
 #: bytes per measured "window" time: osu/IMB report MB/s per pair-window of WINDOW messages
@@ -248,8 +282,8 @@ def coll(fab, folder, base, jobs, model, net, mpi, sharings, rows, quick):
                 w = V.w_collective(nr, kind, n, algs)
                 p = predict(w, net, sh, model, mapping=f"block:{ppn}", stat="mean")
                 (big if n >= 65536 else small).append(rel(p, meas[n]))
-            rows.append((fab, f"osu_{kind} >=64KiB", "collective", sh, big, None))
-            rows.append((fab, f"osu_{kind} <64KiB", "collective", sh, small, None))
+            _emit(rows, (fab, f"osu_{kind} >=64KiB", "collective", sh, big, None))
+            _emit(rows, (fab, f"osu_{kind} <64KiB", "collective", sh, small, None))
 
 
 TARGETS = {"saturation": 0.25, "stream >=64KiB": 0.10, "stream <64KiB": 0.50,
@@ -295,11 +329,12 @@ def default_sharings() -> list[str]:
     from ccmod.errors import CcmodError
     from ccmod.options import RunOptions
     out = ["ccmod"]
-    try:
-        RunOptions(sharing="ccmod:latency=unshared")
-        out.append("ccmod:latency=unshared")
-    except CcmodError:
-        pass
+    for s in ("ccmod:latency=unshared", "ccmod:latency=unshared,capacity=ratio"):
+        try:
+            RunOptions(sharing=s)
+            out.append(s)
+        except CcmodError:
+            pass
     return out + ["maxmin"]
 
 
@@ -311,16 +346,22 @@ def main(argv=None) -> int:
                          "has it, maxmin)")
     ap.add_argument("--md", type=Path, default=None, help="also write the table here")
     ap.add_argument("--quick", action="store_true", help="every third size only")
-    ap.add_argument("--only", default="saturation,streams",
-                    help="parts to run: saturation,streams")
+    ap.add_argument("--only", default="saturation,streams,intranode,collectives",
+                    help="parts to run (comma list): saturation, streams, intranode, "
+                         "collectives")
+    ap.add_argument("--fabric", default=None,
+                    help="comma list of stackhpc fabrics (default all: " + ", ".join(FABRICS) + ")")
     a = ap.parse_args(argv)
-    sharings = [s for s in a.sharing.split(",") if s] if a.sharing else default_sharings()
+    sharings = split_rules(a.sharing) if a.sharing else default_sharings()
+    parts = [p.strip() for p in a.only.split(",") if p.strip()]
+    fabrics = [f.strip() for f in a.fabric.split(",")] if a.fabric else None
     rows = []
     t0 = time.perf_counter()
-    if "saturation" in a.only:
+    if "saturation" in parts:
         saturation(a.real, sharings, rows, a.quick)
-    if "streams" in a.only:
-        streams(a.real, sharings, rows, a.quick)
+    hpc = [p for p in parts if p in ("streams", "intranode", "collectives")]
+    if hpc:
+        streams(a.real, sharings, rows, a.quick, hpc, fabrics)
     md = table(rows, sharings)
     print(md)
     print(f"\n({time.perf_counter() - t0:.0f} s)")

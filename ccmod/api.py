@@ -137,7 +137,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         # set_intra_bandwidth changes the node resources in place: never the caller's
         net = copy.copy(net)
         net.node_resources = copy.deepcopy(net.node_resources)
-    net.set_intra_bandwidth(intra_bandwidth_Bps)
+    net.set_ranks(w.nranks)
+    net.set_intra_bandwidth(intra_bandwidth_Bps,
+                            getattr(net.cost, "intra_aggregate_bandwidth_Bps", None))
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000

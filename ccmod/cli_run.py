@@ -45,14 +45,19 @@ def print_summary(result, out=None) -> None:
     if m:
         span = (f"; the trace spans {m['trace_span_s']:.6g} s" if "trace_span_s" in m else "")
         ratio = m.get("makespan_ratio")
+        rep = (f" ({m['replayed_window_s']:.6g} s from the last MPI_Init end to the last "
+               "MPI_Finalize start)" if "replayed_window_s" in m else "")
         con.print(f"measured        {m['window_s']:.6g} s from the first to the last MPI call"
-                  f"{span}; time in MPI per rank: max {m['mpi_s_max']:.6g} s, mean "
-                  f"{m['mpi_s_mean']:.6g} s")
+                  f"{rep}{span}; time in MPI per rank: max {m['mpi_s_max']:.6g} s, mean "
+                  f"{m['mpi_s_mean']:.6g} s ({m.get('mpi_includes', 'time inside MPI calls')})")
         con.print(f"predicted       {m['predicted_makespan_s']:.6g} s"
-                  + (f" ({ratio:.3g}x the measured window)" if ratio is not None else "")
+                  + (f" ({ratio:.3g}x the {'replayed' if rep else 'measured'} window)"
+                     if ratio is not None else "")
                   + f"; communication + wait per rank: max {m['predicted_comm_s_max']:.6g} s,"
                   f" mean {m['predicted_comm_s_mean']:.6g} s")
         con.print(f"not predicted   {m['leaves_out']}")
+        if m.get("gap_note"):
+            con.print(f"note            {m['gap_note']}")
     for note in s.get("notes", []):
         con.print(f"note            {note}")
     model = result.options.get("background_model")

@@ -222,6 +222,19 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     starts = table.indptr[pinv] if M else np.zeros(0, np.int64)
     offs = np.arange(route_ptr[-1]) - np.repeat(route_ptr[:-1], hops)
     route_res = table.resources[np.repeat(starts, hops) + offs].astype(np.int32)
+    nodes = getattr(network, "node_resources", None)
+    rank_res = nodes.rank_copy_resource(dst) if nodes is not None and M else None
+    if rank_res is not None:
+        # intra=shared: a message inside a node also uses its receiving rank's copy
+        # resource (one core copies at the one-pair rate), appended to its route
+        add = (sn == dn) & (hops > 0)
+        hops2 = hops + add
+        ptr2 = np.zeros(M + 1, np.int64)
+        np.cumsum(hops2, out=ptr2[1:])
+        res2 = np.empty(ptr2[-1], np.int32)
+        res2[np.repeat(ptr2[:-1], hops) + offs] = route_res
+        res2[ptr2[1:][add] - 1] = rank_res[add]
+        hops, route_ptr, route_res = hops2.astype(hops.dtype), ptr2, res2
     lat = table.latency_s[pinv] if M else np.zeros(0)
     bw = table.bandwidth_Bps[pinv] if M else np.zeros(0)
     cost = network.cost
@@ -250,6 +263,9 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
             f"the cost model's bandwidth (up to {cap[fast].max():.4g} B/s) exceeds the "
             f"route's bottleneck link capacity ({bw[fast].min():.4g} B/s) on "
             f"{int(fast.sum())} message(s): {how}; give the network a matching bandwidth=")
+    if table.flow_cap_Bps is not None and M:
+        # a non-shared hop (FATPIPE) limits each flow on its own: it is not a resource
+        cap = np.minimum(cap, table.flow_cap_Bps[pinv])
     intra_q = intra_latency_s + nbytes / intra_bandwidth_Bps
     quiet = np.where(same, intra_q, quiet)
     # with a shared copy resource (network intra=shared) the bytes flow over it after the
@@ -261,7 +277,9 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     o_send, o_recv = (np.asarray(a, float) for a in cost.overheads_s(nbytes, same)) if M else (
         np.zeros(0), np.zeros(0))
     if charge_overheads and M:
-        o_tot = np.minimum(o_send + o_recv, np.where(same, 0.0, latency))
+        # inside a node the overhead is part of the intra-node latency (cost model's
+        # intra.o_send_s: one pair's per-message time when messages follow each other)
+        o_tot = np.minimum(o_send + o_recv, latency)
         scale = np.where(o_send + o_recv > 0, o_tot / np.maximum(o_send + o_recv, 1e-300), 0.0)
         o_send, o_recv = o_send * scale, o_recv * scale
         quiet = quiet - o_tot

@@ -37,6 +37,31 @@ def _zeros_like_msgs(msgs, name):
     return np.zeros(M) if v is None else np.asarray(v, np.float64)
 
 
+def capacity_ratio(nresources, capacity_Bps, route_ptr, route_res, flow_cap_Bps):
+    """Per resource: capacity / the quiet bandwidth of the messages crossing it.
+
+    A message's quiet bandwidth is the rate its bytes flow at alone: the cost model's
+    bandwidth (``flow_cap_Bps``), at most its route's bottleneck capacity. Several messages
+    of different sizes may cross a resource; the fastest one's rate is the reference (so no
+    message's bytes go faster than ``capacity / count``). Resources no message crosses get 1.
+    """
+    cap = np.asarray(capacity_Bps, np.float64)[:nresources]
+    rp = np.asarray(route_ptr, np.int64)
+    rr = np.asarray(route_res, np.int64)
+    hops = np.diff(rp)
+    msg = np.repeat(np.arange(len(hops)), hops)
+    # bottleneck capacity per message: min over its route entries
+    route_min = np.full(len(hops), np.inf)
+    np.minimum.at(route_min, msg, cap[rr])
+    bw = np.minimum(np.asarray(flow_cap_Bps, np.float64), route_min)
+    ref = np.zeros(nresources)
+    np.maximum.at(ref, rr, bw[msg])
+    out = np.ones(nresources)
+    ok = (ref > 0) & np.isfinite(ref) & np.isfinite(cap)
+    out[ok] = cap[ok] / ref[ok]
+    return out
+
+
 class Engine:
     """Evaluate one workload on one network.
 
@@ -139,6 +164,12 @@ class Engine:
                              np.asarray(bg_load, np.float64)[order])
         bgr = np.asarray(background, np.float64)
         rp, rr = self.Min.route_ptr, self.Min.route_res
+        if code == 0 and params.get("capacity") == "ratio":
+            # free[l] = (1 - background) * capacity / quiet bandwidth: BA counts capacities
+            ratio = capacity_ratio(nresources, capacity_Bps, rp, rr, msgs.flow_cap_Bps)
+            bgr = 1.0 - (1.0 - bgr) * ratio
+            self.BG = ks.BgSteps(self.BG.t, self.BG.res,
+                                 1.0 - (1.0 - self.BG.load) * ratio[self.BG.res])
         empty_p, empty_r = np.zeros(1, np.int64), np.zeros(0, np.int64)
         self.CS = cc_new(nresources, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)))
         self.MS = mm_new(nresources, capacity_Bps, bgr,

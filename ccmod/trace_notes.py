@@ -90,7 +90,13 @@ def measured_vs_predicted(w, result) -> dict | None:
     ``after_last_call_s`` when the format records the whole trace, ``mpi_s_max`` /
     ``mpi_s_mean`` (measured time inside MPI calls per rank), ``predicted_makespan_s``,
     ``predicted_comm_s_max`` / ``predicted_comm_s_mean`` (send + recv + wait + barrier),
-    ``makespan_ratio`` (predicted / measured window) and ``leaves_out`` (a sentence).
+    ``makespan_ratio`` (predicted / the replayed window when MPI_Init/MPI_Finalize were
+    traced, else the measured window), ``mpi_includes`` and ``leaves_out`` (sentences), and
+    ``gap_note`` when the traced MPI time dwarfs the predicted one.
+
+    ``mpi_s`` leaves MPI_Init/MPI_Finalize out (``setup_s``): they are not replayed. Like
+    the prediction's communication + wait, it includes waiting for late partners (a
+    blocking receive posted before its send) and for collectives.
     """
     m = w.meta.get("measured")
     if not m:
@@ -98,8 +104,9 @@ def measured_vs_predicted(w, result) -> dict | None:
     r = result.ranks
     pred_comm = (r["send_s"] + r["recv_s"] + r["wait_s"] + r["barrier_s"]).to_numpy(float)
     mpi = np.asarray(m["mpi_s"], float)
-    out = {k: m[k] for k in ("window_s", "trace_span_s", "before_first_call_s",
-                             "after_last_call_s") if k in m}
+    out = {k: m[k] for k in ("window_s", "replayed_window_s", "setup_s", "init_skew_s",
+                             "trace_span_s",
+                             "before_first_call_s", "after_last_call_s") if k in m}
     out.update({
         "mpi_s": [float(x) for x in mpi],
         "mpi_s_max": float(mpi.max()) if mpi.size else 0.0,
@@ -109,9 +116,26 @@ def measured_vs_predicted(w, result) -> dict | None:
         "predicted_comm_s_max": float(pred_comm.max()) if pred_comm.size else 0.0,
         "predicted_comm_s_mean": float(pred_comm.mean()) if pred_comm.size else 0.0,
     })
-    win = m["window_s"]
+    win = m.get("replayed_window_s", m["window_s"])
     out["makespan_ratio"] = float(result.makespan_s / win) if win > 0 else None
+    out["mpi_includes"] = ("time inside MPI calls, waiting for late partners and inside "
+                           "collectives included" + (", MPI_Init/MPI_Finalize excluded"
+                                                     if "setup_s" in m else ""))
+    gap = _gap_note(out, result)
+    if gap:
+        out["gap_note"] = gap
     left = ["compute is replayed as measured (only communication is predicted)"]
+    if "setup_s" in m:
+        left.append(f"MPI_Init/MPI_Finalize ({max(m['setup_s']):.4g} s on the slowest rank) "
+                    "are not replayed: the ratio compares with the "
+                    f"{m['replayed_window_s']:.6g} s from the last rank's MPI_Init end to "
+                    "the last MPI_Finalize start")
+        # skew worth a sentence: above 1% of the replayed window (clock noise is ~1e-7 s)
+        if m.get("init_skew_s", 0.0) > 0.01 * max(m["replayed_window_s"], 0.0):
+            left.append(f"the ranks left MPI_Init up to {m['init_skew_s']:.4g} s apart; the "
+                        "early ones wait for the late ones in their first communication "
+                        "(in the measured MPI time, not in the replay: all ranks start "
+                        "together)")
     if "trace_span_s" in m:
         left.append(f"the {m['before_first_call_s']:.4g} s before the first and "
                     f"{m['after_last_call_s']:.4g} s after the last MPI call of the "
@@ -125,3 +149,18 @@ def measured_vs_predicted(w, result) -> dict | None:
         left.append("skipped records: " + ", ".join(skipped))
     out["leaves_out"] = "; ".join(left)
     return out
+
+
+def _gap_note(out: dict, result) -> str | None:
+    """A hint when the trace spent far more time in MPI than predicted (> 5x, > 1 ms).
+
+    The usual cause is a network far faster than the traced machine (the defaults are a
+    10 Gb/s, 1 us star; a 2004 Fast-Ethernet cluster is 100x slower)."""
+    meas, pred = out["mpi_s_mean"], out["predicted_comm_s_mean"]
+    if meas < 1e-3 or meas < 5 * pred:
+        return None
+    net = getattr(result, "network", None) or {}
+    name = net.get("name", "the network") if isinstance(net, dict) else "the network"
+    return (f"the traced run spent {meas / max(pred, 1e-300):.3g}x more time in MPI per rank "
+            f"than predicted on {name}: check that --network (bandwidth, latency) or --cost "
+            "matches the traced machine (docs/readers.md, 'Measured next to predicted')")

@@ -36,6 +36,9 @@ class RouteTable:
     latency_s: np.ndarray      # float64[k]
     bandwidth_Bps: np.ndarray  # float64[k]
     hops: np.ndarray           # int32[k]
+    #: per-pair rate cap of a hop that limits each flow but is not shared (SimGrid FATPIPE);
+    #: None = no such hop on any route
+    flow_cap_Bps: np.ndarray | None = None
 
     def lookup(self, src, dst) -> np.ndarray:
         """Row indices of the given (src, dst) node arrays (all must be present)."""
@@ -93,7 +96,8 @@ class Network:
         extra = self.node_resources.nextra if self.node_resources is not None else 0
         return 2 * self.nlinks + extra
 
-    def configure_nodes(self, duplex="none", nic_bandwidth=None, intra: str = "free") -> None:
+    def configure_nodes(self, duplex="none", nic_bandwidth=None, intra: str = "free",
+                        copy_bandwidth=None) -> None:
         """Append NIC and intra-node copy resources (see :mod:`ccmod.netsys.nic`)."""
         from ccmod.netsys.nic import NodeResources, first_hop_capacity
         if duplex == "none" and intra == "free":
@@ -103,12 +107,18 @@ class Network:
             nic = [first_hop_capacity(self, n) for n in range(self.nnodes)]
         else:
             nic = 0.0 if nic_bandwidth is None else float(nic_bandwidth)
-        self.node_resources = NodeResources(self.nnodes, 2 * self.nlinks, duplex, nic, intra)
+        self.node_resources = NodeResources(self.nnodes, 2 * self.nlinks, duplex, nic, intra,
+                                            copy_bandwidth)
 
-    def set_intra_bandwidth(self, bandwidth_Bps: float) -> None:
-        """Capacity of the per-node copy resources (no-op without ``intra=shared``)."""
+    def set_intra_bandwidth(self, bandwidth_Bps: float, aggregate_Bps=None) -> None:
+        """Capacity of the copy resources (no-op without ``intra=shared``)."""
         if self.node_resources is not None:
-            self.node_resources.set_intra_bandwidth(bandwidth_Bps)
+            self.node_resources.set_intra_bandwidth(bandwidth_Bps, aggregate_Bps)
+
+    def set_ranks(self, nranks: int) -> None:
+        """Add the per-rank copy resources (``intra=shared``) for a run of ``nranks``."""
+        if self.node_resources is not None:
+            self.node_resources.set_ranks(nranks)
 
     def resource_capacity_Bps(self) -> np.ndarray:
         """Capacity of every resource id 0..nresources-1 (links, then node resources)."""

@@ -19,6 +19,11 @@ streams (osu_bw, osu_mbw_mr, IMB Uniband)
 intra-node (ping-pong or streams between two ranks of one node)
     ``intra``: latency (small-message ping-pong time, else a one-pair stream's small-message
     time per message) and bandwidth (stream plateau, else the ping-pong's large-size slope).
+intra-node, several pairs at once (IMB Uniband / Biband ``-npmin`` tables whose pairs all sit
+in one node, osu_mbw_mr inside one node)
+    ``intra.aggregate_bandwidth_Bps``: how many bytes per second the node's cores copy
+    together (the node's copy resource; one pair still copies at ``intra.bandwidth_Bps``):
+    per size >= 256 KiB the largest total over the tables, then the median over sizes.
 
 The result is one JSON model file (``--cost``); ``fitted_range`` records the sizes it was
 fitted on, and a run warns about larger messages.
@@ -106,12 +111,43 @@ def intra_summary(paths, fmt: str = "auto", options: ReadOptions | None = None) 
     out = {}
     if lat or stream_lat:
         out["latency_s"] = float(np.median(lat if lat else stream_lat))
+    if stream_lat:
+        # back-to-back messages of one pair: the per-message time is the sender's CPU
+        # (each rank's own: k pairs send k times as many small messages per second)
+        out["o_send_s"] = min(float(np.median(stream_lat)), out["latency_s"])
     if bw:
         out["bandwidth_Bps"] = float(np.max(bw))
     if not out:
         raise CcmodInputError("intra-node input gives neither a latency nor a bandwidth",
                               source=", ".join(map(str, paths)))
     return out
+
+
+def aggregate_summary(paths, processes=None, fmt: str = "auto",
+                      options: ReadOptions | None = None) -> dict:
+    """Aggregate intra-node copy bandwidth from multi-pair runs inside one node.
+
+    ``processes``: the IMB ``#processes`` tables to read (those whose pairs are all on one
+    node); None reads each file's default table. A Biband table counts both directions.
+    """
+    import dataclasses
+    opts = options or ReadOptions()
+    best: dict[int, float] = {}
+    for p in paths:
+        for procs in (processes or [None]):
+            m = read_measurements(p, fmt, dataclasses.replace(opts, processes=procs))
+            if m.kind != "throughput":
+                raise CcmodInputError(f"{m.format} is not a multi-pair streaming benchmark",
+                                      source=str(p), hint="give IMB Uniband / Biband or "
+                                                          "osu_mbw_mr run inside one node")
+            both = 2.0 if "biband" in m.format.lower() else 1.0
+            for n, t in zip(m.nbytes, m.one_way_s):
+                if n >= PLATEAU_BYTES and t > 0:
+                    best[int(n)] = max(best.get(int(n), 0.0), both * float(n) / float(t))
+    if not best:
+        raise CcmodInputError(f"no size >= {PLATEAU_BYTES} bytes to measure the aggregate "
+                              "intra-node bandwidth", source=", ".join(map(str, paths)))
+    return {"aggregate_bandwidth_Bps": float(np.median(list(best.values())))}
 
 
 def combine(model: PiecewiseLinearCost, stream: dict | None = None, intra: dict | None = None,
@@ -167,12 +203,16 @@ def fit_model(pingpong, stream=(), intra=(), *, fmt: str = "auto",
     return rep
 
 
-def extend_report(report, stream=(), intra=(), intra_processes: int | None = None):
+def extend_report(report, stream=(), intra=(), intra_processes: int | None = None,
+                  intra_aggregate=(), aggregate_processes=None):
     """Add streams / intra-node inputs and the fitted range to a ping-pong FitReport (in place)."""
     import dataclasses
     st = stream_summary(list(stream), "auto", ReadOptions()) if stream else None
     it = intra_summary(list(intra), "auto",
                        dataclasses.replace(ReadOptions(), processes=intra_processes)) if intra else None
+    if intra_aggregate:
+        it = dict(it or {})
+        it.update(aggregate_summary(list(intra_aggregate), aggregate_processes))
     sizes = np.concatenate([m.nbytes for m in report.measurements]) if report.measurements else None
     rng = (int(sizes.min()), int(sizes.max())) if sizes is not None and sizes.size else None
     if st is None and it is None and rng is None:

@@ -27,10 +27,15 @@ Intra-node copy (``intra=``)
     ``free`` (default)
         Messages between ranks of one node use no resource (a fixed latency + bandwidth).
     ``shared``
-        Each node has one memory-copy resource of the intra-node bandwidth; every message
-        between two ranks of that node uses it, so k concurrent intra-node pairs each get
-        1/k of it (the bandwidth comes from the cost model's ``intra`` section or
-        ``--intra-bandwidth``).
+        Each node has one memory-copy resource; every message between two ranks of that
+        node uses it, and also the receiving rank's own copy resource (the core that copies).
+        The rank's resource has the one-pair intra-node bandwidth (the cost model's
+        ``intra.bandwidth_Bps`` or ``--intra-bandwidth``); the node's has the aggregate copy
+        bandwidth of all its cores together (``copy_bandwidth=``, else the cost model's
+        ``intra.aggregate_bandwidth_Bps``, else the one-pair bandwidth). So k pairs get
+        ``min(pair bandwidth, aggregate / k)`` each where capacities count (``maxmin``,
+        ``ccmod:capacity=ratio``); under the article's rule (BA = 1 / count whatever the
+        capacity) k pairs get 1/k each.
 """
 from __future__ import annotations
 
@@ -50,7 +55,10 @@ COMMON_PARAMS = {
     "nic_bandwidth": "NIC bandwidth of one direction in bytes/s (default: the capacity of "
                      "the node's first link)",
     "intra": "intra-node messages: free (no shared resource) or shared (one memory-copy "
-             "resource per node of the intra-node bandwidth)",
+             "resource per node, plus one per receiving rank at the one-pair bandwidth)",
+    "copy_bandwidth": "aggregate intra-node copy bandwidth of a node in bytes/s (intra=shared; "
+                      "default: the cost model's intra.aggregate_bandwidth_Bps, else the "
+                      "one-pair intra-node bandwidth)",
 }
 
 
@@ -63,7 +71,8 @@ def split_common(raw: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
 
 def parse_common(raw: dict[str, str]) -> dict[str, object]:
     """Typed values of the common parameters (``duplex`` is a str or a float factor)."""
-    out: dict[str, object] = {"duplex": "none", "nic_bandwidth": None, "intra": "free"}
+    out: dict[str, object] = {"duplex": "none", "nic_bandwidth": None, "intra": "free",
+                              "copy_bandwidth": None}
     for key, text in raw.items():
         text = str(text).strip()
         if key == "duplex":
@@ -80,13 +89,13 @@ def parse_common(raw: dict[str, str]) -> dict[str, object]:
                                           hint="e.g. duplex=1.5: both directions together "
                                                "carry 1.5x one direction")
                 out[key] = x
-        elif key == "nic_bandwidth":
+        elif key in ("nic_bandwidth", "copy_bandwidth"):
             try:
                 x = float(text)
             except ValueError:
                 x = float("nan")
             if not (math.isfinite(x) and 1.0 <= x <= 1e18):
-                raise CcmodInputError(f"parameter 'nic_bandwidth={text}' must be between 1 and "
+                raise CcmodInputError(f"parameter '{key}={text}' must be between 1 and "
                                       "1e18 (bytes/s)", source=SRC)
             out[key] = x
         elif key == "intra":
@@ -111,8 +120,10 @@ class NodeResources:
     intra : {"free", "shared"}
     """
 
-    def __init__(self, nnodes: int, base: int, duplex, nic_bandwidth_Bps, intra: str = "free"):
+    def __init__(self, nnodes: int, base: int, duplex, nic_bandwidth_Bps, intra: str = "free",
+                 copy_bandwidth_Bps: float | None = None):
         self.nnodes = int(nnodes)
+        self.copy_bandwidth_Bps = copy_bandwidth_Bps
         self.base = int(base)
         self.duplex = duplex
         self.intra = intra
@@ -129,17 +140,36 @@ class NodeResources:
             self.nic_cap = nic * factor
         self.n_copy = self.nnodes if intra == "shared" else 0
         self.copy_cap = np.full(self.n_copy, np.inf)
+        self.n_rank = 0                              # receiving-rank copy resources
+        self.rank_cap = np.zeros(0)
 
     @property
     def nextra(self) -> int:
-        return self.n_nic + self.n_copy
+        return self.n_nic + self.n_copy + self.n_rank
 
-    def set_intra_bandwidth(self, bandwidth_Bps: float) -> None:
-        """Capacity of every copy resource (the intra-node bandwidth of the cost model)."""
-        self.copy_cap[:] = float(bandwidth_Bps)
+    def set_ranks(self, nranks: int) -> None:
+        """One copy resource per rank (``intra=shared`` only): the receiver's core."""
+        if self.n_copy:
+            self.n_rank = int(nranks)
+            fill = self.rank_cap[0] if self.rank_cap.size else np.inf
+            self.rank_cap = np.full(self.n_rank, fill)
+
+    def set_intra_bandwidth(self, bandwidth_Bps: float,
+                            aggregate_Bps: float | None = None) -> None:
+        """Capacities of the copy resources: one pair's bandwidth per rank, the aggregate
+        (``copy_bandwidth=``, else ``aggregate_Bps``, else one pair's) per node."""
+        agg = self.copy_bandwidth_Bps or aggregate_Bps or bandwidth_Bps
+        self.copy_cap[:] = float(agg)
+        self.rank_cap = np.full(self.n_rank, float(bandwidth_Bps))
 
     def capacity_Bps(self) -> np.ndarray:
-        return np.concatenate([self.nic_cap, self.copy_cap])
+        return np.concatenate([self.nic_cap, self.copy_cap, self.rank_cap])
+
+    def rank_copy_resource(self, ranks) -> np.ndarray | None:
+        """Resource ids of the given receiving ranks' copy resources (None without them)."""
+        if self.n_rank == 0:
+            return None
+        return self.base + self.n_nic + self.n_copy + np.asarray(ranks, np.int64)
 
     def send_side(self, node: int) -> int | None:
         if self.n_nic == 0:
@@ -173,7 +203,9 @@ class NodeResources:
                 node, side = divmod(k, 2)
                 return f"nic{node}/{'inject' if side == 0 else 'eject'}"
             return f"nic{k}/shared"
-        return f"copy{k - self.n_nic}/intra"
+        if k < self.n_nic + self.n_copy:
+            return f"copy{k - self.n_nic}/intra"
+        return f"rank{k - self.n_nic - self.n_copy}/copy"
 
 
 def first_hop_capacity(network, node: int) -> float:

@@ -111,3 +111,48 @@ def test_bad_loggp_fields():
                   {"overheads": [{"min_bytes": 5}]}, {"fitted_range": "x"}):
         with pytest.raises(CcmodInputError):
             PiecewiseLinearCost.from_dict({**base, **extra})
+
+
+def imb_biband(path, tables):
+    """IMB 2019 Biband output: ``tables[procs] = total bytes/s`` at every size."""
+    lines = ["#    Intel(R) MPI Benchmarks 2019 Update 6, MPI-1 part"]
+    for procs, total in tables.items():
+        lines += ["# Benchmarking Biband", f"# #processes = {procs}",
+                  "       #bytes #repetitions   Mbytes/sec      Msg/sec"]
+        lines += [f"{n:>13d}{1000:>13d}{total / 1e6:>13.2f}{total / n:>13.0f}"
+                  for n in SIZES]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_aggregate_intra_bandwidth_is_the_best_table(tmp_path):
+    from ccmod.netsys.fit_multi import aggregate_summary
+    f = imb_biband(tmp_path / "bi.out", {2: 8e9, 4: 15e9, 8: 20e9, 16: 12e9})
+    assert aggregate_summary([f], [2, 4, 8])["aggregate_bandwidth_Bps"] == pytest.approx(
+        20e9, rel=1e-4)
+    assert aggregate_summary([f], [2, 4])["aggregate_bandwidth_Bps"] == pytest.approx(
+        15e9, rel=1e-4)
+    lat = osu(tmp_path / "lat.out", "Latency", [(n, 1.0) for n in SIZES])
+    with pytest.raises(CcmodInputError):
+        aggregate_summary([lat])
+
+
+def test_fit_cli_writes_the_aggregate(tmp_path, capsys):
+    from ccmod.cli import main
+
+    def cli(argv):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            return exc.code
+        return 0
+    f = imb_biband(tmp_path / "bi.out", {2: 8e9, 4: 15e9})
+    lat = osu(tmp_path / "lat.out", "Latency", [(n, 1.0 + n / 1e10 * 1e6) for n in SIZES])
+    out = tmp_path / "m.json"
+    assert cli(["fit", str(lat), "-o", str(out), "--intra-aggregate", str(f),
+                "--intra-aggregate-processes", "2,4"]) == 0
+    d = json.loads(out.read_text())
+    assert d["intra"]["aggregate_bandwidth_Bps"] == pytest.approx(15e9, rel=1e-4)
+    assert cli(["fit", str(lat), "--intra-aggregate", str(f),
+                "--intra-aggregate-processes", "two"]) == 2
+    assert "--intra-aggregate-processes" in capsys.readouterr().err

@@ -116,3 +116,42 @@ def test_real_traces_record_their_placement(real_dir):
     assert w.meta["placement"]["node_of_rank"] == list(range(10))
     w = read_workload(real_dir / "sst-dumpi" / "testtrace.meta")
     assert w.meta["placement"]["node_names"] == ["hadalst-mbp.ca.sandia.gov"]
+
+
+def test_init_and_finalize_are_kept_apart_from_the_mpi_time():
+    t = TracedTime(2)
+    t.call(0, 0.0, 1.0, "MPI_Init")
+    t.call(1, 0.2, 1.5, "init")           # DUMPI-style name, leaves Init 0.5 s later
+    t.call(0, 2.0, 2.5, "MPI_Send")
+    t.call(1, 2.0, 3.0, "MPI_Recv")
+    t.call(0, 3.0, 4.0, "MPI_Finalize")
+    t.call(1, 3.5, 4.0, "MPI_Finalize")
+    s = t.summary()
+    assert s["mpi_s"] == [0.5, 1.0]
+    assert s["setup_s"] == [2.0, 1.8]
+    assert s["window_s"] == 4.0
+    assert s["replayed_window_s"] == pytest.approx(3.5 - 1.5)
+    assert s["init_skew_s"] == pytest.approx(0.5)
+
+
+def test_ratio_uses_the_replayed_window_and_says_what_mpi_time_includes(tmp_path):
+    text = ("#Paraver (01/01/2020 at 00:00):1000_ns:1(2):1:2(1:1,1:1)\n"
+            "2:1:1:1:1:0:50000003:31\n2:2:1:2:1:0:50000003:31\n"
+            "2:1:1:1:1:100:50000003:0\n2:2:1:2:1:300:50000003:0\n"
+            "2:1:1:1:1:400:50000001:1\n2:2:1:2:1:400:50000001:2\n"
+            "3:1:1:1:1:400:400:2:1:2:1:450:450:8:0\n"
+            "2:1:1:1:1:450:50000001:0\n2:2:1:2:1:460:50000001:0\n"
+            "2:1:1:1:1:500:50000003:32\n2:2:1:2:1:500:50000003:32\n"
+            "2:1:1:1:1:900:50000003:0\n2:2:1:2:1:900:50000003:0\n")
+    p = tmp_path / "t.prv"
+    p.write_text(text)
+    (tmp_path / "t.pcf").write_text(
+        "EVENT_TYPE\n9 50000001 MPI Point-to-point\nVALUES\n1 MPI_Send\n2 MPI_Recv\n0 End\n\n"
+        "EVENT_TYPE\n9 50000003 MPI Other\nVALUES\n31 MPI_Init\n32 MPI_Finalize\n0 End\n")
+    r = run(p, "star")
+    m = r.summary()["measured"]
+    assert m["replayed_window_s"] == pytest.approx(200e-9)     # last Init end 300 -> 500
+    assert m["makespan_ratio"] == pytest.approx(r.makespan_s / 200e-9)
+    assert m["mpi_s"] == pytest.approx([50e-9, 60e-9])
+    assert "MPI_Init/MPI_Finalize excluded" in m["mpi_includes"]
+    assert "left MPI_Init up to" in m["leaves_out"]

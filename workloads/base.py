@@ -58,6 +58,9 @@ class Workload:
     file_id : int32[n]     index into ``files``
     files : list[str]      source file names
     meta : dict            reader-specific facts (format, compute_rate, notes, ...)
+    message_times : workloads.msgtimes.MessageTimes or None
+                           measured call times of each matched message (timestamped
+                           readers only; ``ccmod fit TRACE`` uses them)
     """
 
     nranks: int
@@ -72,6 +75,7 @@ class Workload:
     file_id: np.ndarray
     files: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    message_times: object = None
 
     @property
     def nrecords(self) -> int:

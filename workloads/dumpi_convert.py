@@ -260,7 +260,7 @@ def convert(asm: TraceAssembler, res: Resolver, rank: int, calls, fid: int,
         where["rec"] = no
         t_in = win if win is not None else (cin if cin is not None else 0.0)
         t_out = wout if wout is not None else (cout if cout is not None else t_in)
-        asm.mpi_enter(rank, t_in, no, fid)
+        asm.mpi_enter(rank, t_in, no, fid, name)
         kw = {"line": no, "fid": fid, "t_s": t_in}
         if name in _SENDS or name in _ISENDS:
             p = peer(f, "dest")

@@ -12,19 +12,20 @@ rank a small dependency graph of operations::
     l3 irequires l2              # l3 starts after l2 starts
     }
 
-ccmod replays a rank's operations one after the other in a topological order of the graph
-(ties: declaration order), sends as ``isend`` and receives as ``irecv``; a ``requires``
-edge on a send or receive becomes a ``wait`` on it before the dependent operation starts,
-an ``irequires`` edge only orders them, and every request still open at the end of a rank
-is completed by a final ``waitall``. ``calc`` blocks the rank for ``calc x calc_unit_s``
-seconds (default 1 ns: LogGOPSim's unit), times ``compute_scale``. Operations that
-LogGOPSim runs concurrently on one rank without dependencies are thus serialised in
-declaration order (LogGOPSim also serialises their CPU overhead); ``cpu``/``nic``
-modifiers are ignored (counted). Binary GOAL schedules are not read.
+Text follows LogGOPSim's ``txt2bin`` grammar (labels optional, ``//`` and ``/* */``
+comments, ``calc N [cpu C]``, ``send|recv Nb to|from R [tag T] [cpu C] [nic N]``); the
+binary form ``txt2bin`` writes is read too (:mod:`ccmod.workloads.goal_binary`).
+Wildcard receives (``from -1``, ``tag -1``) are refused: ccmod matches per (source, tag).
+
+Each rank's graph becomes a sequence of ``isend``/``irecv``/``compute``/``wait`` by the
+list scheduling of :func:`ccmod.workloads.goal_schedule.linearise`: sends and receives
+are posted as soon as their dependencies allow, so independent ones overlap; ``calc``
+blocks the rank for ``calc x calc_unit_s`` seconds (default 1 ns: LogGOPSim's unit), times
+``compute_scale``; ready calcs on different CPUs run as one block lasting the longest;
+``nic`` is ignored (noted).
 """
 from __future__ import annotations
 
-import heapq
 import os
 import re
 
@@ -32,28 +33,52 @@ from ccmod.errors import CcmodInputError
 from ccmod.guard import check_declared_ranks
 from ccmod.workloads.base import (OP_COMPUTE, OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL,
                                   WorkloadBuilder)
+from ccmod.workloads.goal_binary import is_binary_goal, parse_goal_binary
+from ccmod.workloads.goal_schedule import CALC, RECV, SEND, linearise
 from ccmod.workloads.registry import READERS
 
-_OP = re.compile(r"^(\w+):\s*(calc|send|recv)\s+(.*)$")
+_OP = re.compile(r"^(?:(\w+)\s*:\s*)?(calc|send|recv)\b\s*(.*)$")
 _DEP = re.compile(r"^(\w+)\s+(requires|irequires)\s+(\w+)$")
-_SIZE = re.compile(r"^(\d+)\s*b?$", re.I)
-_TAIL = re.compile(r"^(\d+)b?\s+(to|from)\s+(\d+)(.*)$", re.I)
+_TAIL = re.compile(r"^(\d+)\s*b\s+(to|from)\s+(-?\d+)(.*)$", re.I)
+_CALC = re.compile(r"^(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)(?:\s+cpu\s+(\d+))?$")
+_BLOCK = re.compile(r"/\*.*?\*/", re.S)
 
 
 def _err(what, path, ln, hint=None):
     return CcmodInputError(what, source=path, line=ln, hint=hint)
 
 
+class RankGraph:
+    """One rank's GOAL graph as parallel lists (index = declaration order)."""
+
+    def __init__(self):
+        self.kinds, self.amount, self.peer, self.tag = [], [], [], []
+        self.cpu, self.nic, self.line, self.labels = [], [], [], {}
+        self.deps = []          # (a, start_only, b, line)
+
+    def add(self, kind, amount, peer=-1, tag=0, cpu=0, nic=0, line=0):
+        self.kinds.append(kind)
+        self.amount.append(amount)
+        self.peer.append(peer)
+        self.tag.append(tag)
+        self.cpu.append(cpu)
+        self.nic.append(nic)
+        self.line.append(line)
+        return len(self.kinds) - 1
+
+
 def parse_goal(path: str):
-    """Return (num_ranks, {rank: (ops, deps)}); ops: label -> (kind, args, line)."""
+    """Return (num_ranks, {rank: RankGraph}) of a text GOAL schedule."""
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            text = f.read()
     except UnicodeDecodeError:
-        raise _err("not a GOAL text schedule (binary?)", path, None,
-                   "binary GOAL schedules are not read; give the text form") from None
+        raise _err("not a GOAL text schedule and no binary GOAL magic number", path, None,
+                   "give a text .goal or a schedule written by LogGOPSim's txt2bin") from None
+    # block comments may span lines: keep their newlines so line numbers stay right
+    text = _BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     nranks, ranks, cur, ln = None, {}, None, 0
-    for ln, raw in enumerate(lines, 1):
+    for ln, raw in enumerate(text.splitlines(), 1):
         s = raw.split("//", 1)[0].split("#", 1)[0].strip()
         if not s:
             continue
@@ -71,7 +96,7 @@ def parse_goal(path: str):
             r = _int(m.group(1), path, ln)
             if r >= nranks or r in ranks:
                 raise _err(f"rank {r} outside 0..{nranks - 1} or given twice", path, ln)
-            cur = ranks[r] = ({}, [])
+            cur = ranks[r] = RankGraph()
             continue
         if s == "}":
             if cur is None:
@@ -81,20 +106,28 @@ def parse_goal(path: str):
         if cur is None:
             raise _err(f"unexpected line '{s[:40]}' outside a rank block", path, ln,
                        "lines are 'rank R {', 'LABEL: calc|send|recv ...', 'A requires B', '}'")
+        m = _DEP.match(s)
+        if m:
+            a, kind, b = m.groups()
+            for lb in (a, b):
+                if lb not in cur.labels:
+                    raise _err(f"dependency names unknown label '{lb}'", path, ln,
+                               "define an operation before the edges that name it")
+            cur.deps.append((cur.labels[a], kind == "irequires", cur.labels[b], ln))
+            continue
         m = _OP.match(s)
         if m:
             label, kind, rest = m.groups()
-            if label in cur[0]:
+            if label is not None and label in cur.labels:
                 raise _err(f"label '{label}' defined twice", path, ln)
-            cur[0][label] = (kind, _args(kind, rest, nranks, path, ln), ln)
-            continue
-        m = _DEP.match(s)
-        if m:
-            cur[1].append((m.group(1), m.group(2), m.group(3), ln))
+            i = _op(cur, kind, rest, nranks, path, ln)
+            if label is not None:
+                cur.labels[label] = i
             continue
         raise _err(f"cannot read '{s[:60]}'", path, ln,
-                   "expected 'LABEL: calc N', 'LABEL: send Nb to R [tag T]', "
-                   "'LABEL: recv Nb from R [tag T]' or 'A requires|irequires B'")
+                   "expected 'LABEL: calc N [cpu C]', 'LABEL: send Nb to R [tag T] [cpu C] "
+                   "[nic N]', 'LABEL: recv Nb from R [tag T] [cpu C] [nic N]' or "
+                   "'A requires|irequires B'")
     if nranks is None:
         raise _err("empty GOAL schedule", path, None)
     if cur is not None:
@@ -109,73 +142,101 @@ def _int(text: str, path, ln) -> int:
     return int(text)
 
 
-def _args(kind, rest, nranks, path, ln):
+def _op(g, kind, rest, nranks, path, ln):
+    """Parse one calc/send/recv (txt2bin's grammar) into ``g``; return its index."""
     if kind == "calc":
-        toks = rest.split()
-        try:
-            v = float(toks[0])
-        except (ValueError, IndexError):
-            raise _err(f"bad calc amount '{rest}'", path, ln) from None
-        if not v >= 0:
-            raise _err("calc amount must be >= 0", path, ln)
-        return (v, len(toks) > 1)
+        m = _CALC.match(rest)
+        if m is None:
+            raise _err(f"bad calc '{rest}'", path, ln, "calc N [cpu C]")
+        cpu = _int(m.group(2), path, ln) if m.group(2) else 0
+        return g.add(CALC, float(m.group(1)), cpu=cpu, line=ln)
     m = _TAIL.match(rest)
     if m is None or (kind == "send") != (m.group(2).lower() == "to"):
         raise _err(f"bad {kind} '{rest}'", path, ln,
-                   "send Nb to R [tag T] / recv Nb from R [tag T]")
-    size, peer, tail = _int(m.group(1), path, ln), _int(m.group(3), path, ln), m.group(4).split()
+                   "send Nb to R [tag T] [cpu C] [nic N] / recv Nb from R [tag T] ...")
+    if m.group(3) == "-1":
+        raise _err("wildcard receive (from -1, LogGOPSim's ANY_SOURCE) is not supported",
+                   path, ln, "ccmod matches messages per (source, tag): name the source")
+    size, peer = _int(m.group(1), path, ln), _int(m.group(3), path, ln)
     if peer >= nranks:
         raise _err(f"peer rank {peer} outside 0..{nranks - 1}", path, ln)
-    tag, extra = 0, False
-    i = 0
-    while i < len(tail):
-        if tail[i] == "tag" and i + 1 < len(tail) and tail[i + 1].lstrip("-").isdigit():
-            tag = _int(tail[i + 1], path, ln)
-            i += 2
-        elif tail[i] in ("cpu", "nic") and i + 1 < len(tail):
-            extra = True
-            i += 2
-        else:
-            raise _err(f"unknown modifier '{tail[i]}' in {kind}", path, ln,
+    mods = {"tag": 0, "cpu": 0, "nic": 0}
+    tail = m.group(4).split()
+    if len(tail) % 2:
+        raise _err(f"modifier '{tail[-1]}' in {kind} has no value", path, ln,
+                   "valid: tag T, cpu C, nic N")
+    for key, val in zip(tail[::2], tail[1::2]):
+        if key not in mods:
+            raise _err(f"unknown modifier '{key}' in {kind}", path, ln,
                        "valid: tag T, cpu C, nic N")
-    return (size, peer, tag, extra)
+        if val == "-1" and key == "tag":
+            raise _err("wildcard tag (tag -1, LogGOPSim's ANY_TAG) is not supported",
+                       path, ln, "give the tag the matching send uses")
+        if not val.isdigit():
+            raise _err(f"{key} must be a non-negative integer, got '{val}'", path, ln)
+        mods[key] = _int(val, path, ln)
+    return g.add(SEND if kind == "send" else RECV, size, peer, mods["tag"], mods["cpu"],
+                 mods["nic"], ln)
 
 
-def _order(ops, deps, path):
-    """Topological order (ties: declaration order); cycles and unknown labels are errors."""
-    labels = list(ops)
-    pos = {lb: i for i, lb in enumerate(labels)}
-    indeg = {lb: 0 for lb in labels}
-    succ = {lb: [] for lb in labels}
-    for a, _kind, b, ln in deps:
-        for lb in (a, b):
-            if lb not in ops:
-                raise _err(f"dependency names unknown label '{lb}'", path, ln)
-        succ[b].append(a)
-        indeg[a] += 1
-    ready = [pos[lb] for lb in labels if indeg[lb] == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        lb = labels[heapq.heappop(ready)]
-        out.append(lb)
-        for s in succ[lb]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(ready, pos[s])
-    if len(out) != len(labels):
-        left = [lb for lb in labels if indeg[lb] > 0]
-        raise _err(f"dependency cycle among {', '.join(left[:4])}", path,
-                   ops[left[0]][2])
-    return out
+def replay_arrays(nranks, ranks, path, unit_s, compute_scale, fmt):
+    """Build the workload of GOAL graphs (text or binary) through :func:`linearise`."""
+    b = WorkloadBuilder(nranks)
+    fid = b.file(path)
+    counts = {"merged_calc": 0, "nics": set(), "cpus": set()}
+    for r in range(nranks):
+        g = ranks.get(r)
+        if g is None:
+            continue
+        try:
+            order = linearise(g.kinds, g.cpu, [(a, s, b_) for a, s, b_, _ in g.deps])
+        except ValueError as e:
+            names = {i: lb for lb, i in g.labels.items()}
+            left = [names.get(i, f"#{i}") for i in e.args[0]]
+            raise _err(f"dependency cycle among {', '.join(left)} (rank {r})", path,
+                       g.line[e.args[0][0]]) from None
+        counts["cpus"].update(g.cpu)
+        counts["nics"].update(g.nic)
+        open_reqs = set()
+        for what, i in order:
+            if what == "calc":
+                counts["merged_calc"] += len(i) > 1
+                dur = max(g.amount[j] for j in i) * unit_s * compute_scale
+                b.add(r, OP_COMPUTE, duration_s=dur, line=g.line[i[0]], file_id=fid)
+            elif what == "post":
+                op = OP_ISEND if g.kinds[i] == SEND else OP_IRECV
+                b.add(r, op, peer=g.peer[i], tag=g.tag[i], nbytes=int(g.amount[i]), req=i,
+                      line=g.line[i], file_id=fid)
+                open_reqs.add(i)
+            else:
+                b.add(r, OP_WAIT, req=i, line=g.line[i], file_id=fid)
+                open_reqs.discard(i)
+        if open_reqs:
+            b.add(r, OP_WAITALL, line=0, file_id=fid)
+    w = b.build()
+    notes = ["GOAL graphs replayed by list scheduling: send/receive posted as soon as their "
+             "dependencies allow, calc in between, a wait where a 'requires' edge needs a "
+             "send/receive finished (earliest posted first)"]
+    if counts["merged_calc"]:
+        notes.append(f"{counts['merged_calc']} group(s) of calc on different CPUs run as one "
+                     "compute lasting the longest (concurrent in LogGOPSim)")
+    if len(counts["nics"]) > 1:
+        notes.append(f"nic modifiers ignored: {len(counts['nics'])} NICs named, ccmod gives "
+                     "each rank the network's one NIC")
+    w.meta.update({"format": "goal", "goal_form": fmt, "calc_unit_s": unit_s,
+                   "notes": notes, "compute_unit": "goal calc units",
+                   "goal_cpus": len(counts["cpus"]) or 1,
+                   "goal_nics": len(counts["nics"]) or 1})
+    return w
 
 
 @READERS.register()
 class GoalReader:
-    """LogGOPSim GOAL text schedule."""
+    """LogGOPSim GOAL schedule, text or binary (txt2bin)."""
 
     name = "goal"
-    description = "LogGOPSim GOAL text schedule (.goal, .g2): per-rank dependency graphs"
+    description = ("LogGOPSim GOAL schedule (.goal, .g2 text; txt2bin binary): per-rank "
+                   "dependency graphs")
     extensions = (".goal", ".g2")
 
     @staticmethod
@@ -185,10 +246,14 @@ class GoalReader:
             return False
         try:
             with open(p, "rb") as f:
-                head = f.read(256).decode("utf-8", "replace")
+                raw = f.read(256)
         except OSError:
             return False
-        first = next((ln.strip() for ln in head.splitlines() if ln.strip()), "")
+        if is_binary_goal(raw):
+            return True
+        head = _BLOCK.sub("", raw.decode("utf-8", "replace"))
+        first = next((ln.split("//", 1)[0].strip() for ln in head.splitlines()
+                      if ln.split("//", 1)[0].strip()), "")
         return re.match(r"num_ranks\s+\d+", first) is not None
 
     @staticmethod
@@ -207,41 +272,11 @@ class GoalReader:
             unit = -1.0
         if not unit > 0:
             raise CcmodInputError("calc_unit_s must be > 0", source="calc_unit_s")
-        nranks, ranks = parse_goal(p)
-        b = WorkloadBuilder(nranks)
-        fid = b.file(p)
-        modifiers = 0
-        for r in range(nranks):
-            ops, deps = ranks.get(r, ({}, []))
-            req_of, waited, nreq = {}, set(), 0
-            requires = {}
-            for a, kind, bb, _ln in deps:
-                if kind == "requires":
-                    requires.setdefault(a, []).append(bb)
-            for lb in _order(ops, deps, p):
-                for d in requires.get(lb, ()):
-                    if d in req_of and d not in waited:
-                        b.add(r, OP_WAIT, req=req_of[d], line=ops[d][2], file_id=fid)
-                        waited.add(d)
-                kind, args, ln = ops[lb]
-                if kind == "calc":
-                    modifiers += args[1]
-                    b.add(r, OP_COMPUTE, duration_s=args[0] * unit * compute_scale, line=ln,
-                          file_id=fid)
-                    continue
-                size, peer, tag, extra = args
-                modifiers += extra
-                req_of[lb] = nreq
-                b.add(r, OP_ISEND if kind == "send" else OP_IRECV, peer=peer, tag=tag,
-                      nbytes=size, req=nreq, line=ln, file_id=fid)
-                nreq += 1
-            if len(waited) < len(req_of):
-                b.add(r, OP_WAITALL, line=0, file_id=fid)
-        w = b.build()
-        notes = ["GOAL graphs replayed in topological order (ties: declaration order): "
-                 "independent operations of a rank are serialised"]
-        if modifiers:
-            notes.append(f"{modifiers} cpu/nic modifier(s) ignored")
-        w.meta.update({"format": "goal", "calc_unit_s": unit, "notes": notes,
-                       "compute_unit": "goal calc units"})
-        return w
+        with open(p, "rb") as f:
+            binary = is_binary_goal(f.read(8))
+        if binary:
+            nranks, ranks = parse_goal_binary(p, RankGraph)
+        else:
+            nranks, ranks = parse_goal(p)
+        return replay_arrays(nranks, ranks, p, unit, compute_scale,
+                             "binary" if binary else "text")

@@ -211,7 +211,7 @@ def _convert(asm, r, calls, comms, fid):
 
     for k, (ln, name, a, t0, t1) in enumerate(calls):
         ts, te = t0 * 1e-6, t1 * 1e-6
-        asm.mpi_enter(r, ts, ln, fid)
+        asm.mpi_enter(r, ts, ln, fid, name)
         kw = {"line": ln, "fid": fid, "t_s": ts}
         if name in ("MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend"):
             asm.send(r, peer(a, "dest"), a["count"] * a["type"][1], a["tag"], **kw)

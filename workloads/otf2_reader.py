@@ -264,7 +264,7 @@ def _convert(tr, anchor, state, compute_scale, collectives):
                 continue
             if name == "Enter":
                 if depth[rank] == 0:
-                    asm.mpi_enter(rank, t, ln, fid)
+                    asm.mpi_enter(rank, t, ln, fid, rname)
                     region[rank] = rname
                     coll_seen[rank] = False
                     if rname in _SENDRECV:

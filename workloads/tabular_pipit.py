@@ -156,7 +156,7 @@ def _rank_events(b, r, rows, ts, etype, names, attrs, src, fid, scale, unsupport
                     b.add(r, OP_COMPUTE, duration_s=(t - last_leave) * scale, line=row,
                           file_id=fid)
                 call, call_row, events = name, row, []
-                traced.enter(r, t)
+                traced.enter(r, t, name)
             depth += 1
         elif et == "Leave" and isinstance(name, str) and name.startswith("MPI_"):
             if depth == 0:

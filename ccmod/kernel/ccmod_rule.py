@@ -3,7 +3,9 @@
 Each active message has a routing array (its resources). The contention array ``count[l]``
 (CCMOD's CA) counts active messages on resource ``l``; the bandwidth availability of a
 message is ``BA = min over its route of free[l] / count[l]`` (``free = 1 - background``)
-and it progresses at ``BA`` quiet-seconds per second.
+and it progresses at ``BA`` quiet-seconds per second. A share never exceeds 1: that only
+matters when the engine gives a resource ``free > 1`` (``ccmod:capacity=ratio``: free is the
+resource's capacity over the quiet bandwidth of its messages).
 
 All messages whose minimum is attained on the same resource ``l`` (its bottleneck *group*)
 progress at the same rate ``share[l]``; the group keeps one virtual clock (``v_at``,
@@ -108,7 +110,9 @@ def _set_count(free, count, share, v_at, t_at, peak, area, busy, t_chg, r, t, de
     t_chg[r] = t
     c = c0 + delta
     count[r] = c
-    share[r] = free[r] / c if c > 0 else INF
+    # BA never exceeds 1 (no faster than quiet): only binds when free > 1, i.e. under
+    # ccmod:capacity=ratio where free is a capacity / quiet-bandwidth ratio
+    share[r] = min(free[r] / c, 1.0) if c > 0 else INF
     if c > peak[r]:
         peak[r] = c
     if c == 0:
@@ -314,7 +318,7 @@ def cc_set_free(S, r, t, free):
     old = S.share[r]
     S.free[r] = free
     c = S.count[r]
-    S.share[r] = free / c if c > 0 else INF
+    S.share[r] = min(free / c, 1.0) if c > 0 else INF
     if S.share[r] < old:
         _mark(S.dec_f, S.dec_l, S.si, N_DEC, r)
     elif S.share[r] > old:

@@ -117,8 +117,11 @@ def _share_start(C, M, L, CS, MS, m, t, work):
 def _start(C, n, M, G, T, K, L, CS, MS, m, t, gap):
     """Both sides allow the transfer: inject now, or (``gap``) when the node's NIC gap
     allows (then this is called again at that time with ``gap`` False)."""
-    if gap and C.gap and not M.unshared[m] and M.route_ptr[m] < M.route_ptr[m + 1]:
-        nd = M.node_of_rank[M.src[m]]
+    nd = M.node_of_rank[M.src[m]]
+    # the NIC gap spaces injections into the network: a message inside a node (on the
+    # node's copy resource, intra=shared) does not go through the NIC
+    if gap and C.gap and not M.unshared[m] and M.route_ptr[m] < M.route_ptr[m + 1] and \
+            nd != M.node_of_rank[M.dst[m]]:
         t0 = max(t, G.nic_next[nd])
         G.nic_next[nd] = t0 + M.gap_s[nd]
         if t0 > t:
