@@ -136,8 +136,11 @@ def _start(C, L, I, F, m, t, gap):
     G = msg_st(I)
     n = rank_st(I).nranks
     has_route = I[M.route_ptr + m] < I[M.route_ptr + m + 1]
-    if gap and C.gap and not I[M.unshared + m] and has_route:
-        nd = I[M.node_of_rank + I[M.src + m]]
+    nd = I[M.node_of_rank + I[M.src + m]]
+    # the NIC gap spaces injections into the network: a message inside a node (on the
+    # node's copy resource, intra=shared) does not go through the NIC
+    if (gap and C.gap and not I[M.unshared + m] and has_route
+            and nd != I[M.node_of_rank + I[M.dst + m]]):
         t0 = max(t, F[G.nic_next + nd])
         F[G.nic_next + nd] = t0 + F[M.gap_s + nd]
         if t0 > t:
