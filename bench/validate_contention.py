@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmod.api import run  # noqa: E402
+from ccmod.sharing import split_rules  # noqa: E402
 from ccmod.netsys.fit_multi import (aggregate_summary, combine, intra_summary,  # noqa: E402
                                     stream_summary)
 from ccmod.netsys.fit_report import fit_files  # noqa: E402
@@ -337,20 +338,6 @@ def default_sharings() -> list[str]:
     return out + ["maxmin"]
 
 
-def split_sharings(text: str) -> list[str]:
-    """``ccmod,ccmod:latency=unshared,capacity=ratio,maxmin`` -> three rules (a token with
-    ``=`` but no ``:`` is an option of the rule before it)."""
-    out: list[str] = []
-    for tok in (t.strip() for t in text.split(",")):
-        if not tok:
-            continue
-        if out and "=" in tok and ":" not in tok:
-            out[-1] += "," + tok
-        else:
-            out.append(tok)
-    return out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--real", type=Path, default=REAL)
@@ -365,7 +352,7 @@ def main(argv=None) -> int:
     ap.add_argument("--fabric", default=None,
                     help="comma list of stackhpc fabrics (default all: " + ", ".join(FABRICS) + ")")
     a = ap.parse_args(argv)
-    sharings = split_sharings(a.sharing) if a.sharing else default_sharings()
+    sharings = split_rules(a.sharing) if a.sharing else default_sharings()
     parts = [p.strip() for p in a.only.split(",") if p.strip()]
     fabrics = [f.strip() for f in a.fabric.split(",")] if a.fabric else None
     rows = []

@@ -225,11 +225,11 @@ def _trace_notes(w, result, compute_rate) -> None:
     from ccmod.trace_notes import (compute_info, compute_notes, holds_no_communication,
                                    nothing_to_predict_note)
     notes = result.options.setdefault("notes", [])
-    r = result.ranks
-    busiest = r.loc[r["finish_s"].idxmax()] if len(r) else None
-    comm = 0.0 if busiest is None else float(busiest["send_s"] + busiest["recv_s"]
-                                             + busiest["wait_s"] + busiest["barrier_s"])
-    comp = 0.0 if busiest is None else float(busiest["compute_s"])
+    col = lambda name: result.column("ranks", name)  # noqa: E731 - no DataFrame needed
+    i = int(np.argmax(col("finish_s"))) if result.table_len("ranks") else None
+    comm = 0.0 if i is None else float(col("send_s")[i] + col("recv_s")[i]
+                                       + col("wait_s")[i] + col("barrier_s")[i])
+    comp = 0.0 if i is None else float(col("compute_s")[i])
     notes.extend(compute_notes(w, compute_rate, comm, comp))
     result.options["compute"] = compute_info(w, compute_rate)
     if holds_no_communication(w):

@@ -1,6 +1,7 @@
-"""``ccmod fit``: fit a quiet-network cost model from ping-pong measurements.
+"""``ccmod fit``: fit a quiet-network cost model from ping-pong measurements or traces.
 
-A thin wrapper over :func:`netsys.fit_report.fit_files`; see docs/fitting.md.
+A thin wrapper over :func:`netsys.fit_report.fit_files` (benchmark output) and
+:func:`ccmod.fit_trace.fit_traces` (a timestamped trace's own messages); see docs/fitting.md.
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import typer
 
 from ccmod.errors import CcmodInputError
 
-_FORMATS = "auto, osu, imb, csv, simgrid-calib, raw-latency, nxn, simgrid-json"
+_FORMATS = ("auto, osu, imb, csv, simgrid-calib, raw-latency, nxn, simgrid-json; traces: "
+            "trace, otf2, paraver, dumpi, dumpi-ascii, liballprof")
 
 
 def register(app: typer.Typer) -> None:
@@ -21,7 +23,9 @@ def register(app: typer.Typer) -> None:
     @app.command("fit")
     def fit_cmd(
         files: list[Path] = typer.Argument(..., help="Benchmark outputs (OSU, IMB, CSV, SimGrid "
-                                                     "calibration, ...); several are pooled."),
+                                                     "calibration, ...) or timestamped traces "
+                                                     "(OTF2, Paraver, DUMPI, liballprof); "
+                                                     "several are pooled."),
         output: Optional[Path] = typer.Option(None, "-o", "--output",
                                               help="Write the cost model JSON here "
                                                    "(for `ccmod run --cost`)."),
@@ -72,14 +76,33 @@ def register(app: typer.Typer) -> None:
             None, "--intra-aggregate-processes", help="IMB '#processes' tables of the "
                                                       "--intra-aggregate files whose pairs are "
                                                       "all on one node (comma list, e.g. 4,8,16)."),
+        quantile: float = typer.Option(0.1, "--quantile", help="Traces: low quantile of the "
+                                       "message times per size bin (the lower envelope)."),
+        min_messages: int = typer.Option(2, "--min-messages", help="Traces: fewest messages "
+                                         "a size bin needs to be fitted."),
+        bins_per_decade: int = typer.Option(20, "--bins-per-decade", help="Traces: size bins "
+                                            "per factor 10 of the message size."),
+        message_time: str = typer.Option("waiting", "--message-time", help="Traces: 'waiting' "
+                                         "(messages whose receiver waited, from the send's "
+                                         "start) or 'later' (all, from the later start; a "
+                                         "lower bound)."),
+        compare: Optional[Path] = typer.Option(None, "--compare", help="Traces: a cost model "
+                                               "JSON (e.g. a ping-pong fit) to compare the "
+                                               "envelope with."),
     ) -> None:
         """Fit a piecewise-linear quiet-network cost model (latency + bandwidth per size range)."""
         from ccmod.netsys.fit_report import fit_files
         from ccmod.netsys.pingpong import FORMATS, ReadOptions
-
-        if fmt not in FORMATS:
+        from ccmod.fit_trace import TIMED_FORMATS, fit_traces, timed_trace_format
+        traces = [timed_trace_format(f) for f in files] if fmt == "auto" else []
+        if any(traces) and not all(traces):
+            raise CcmodInputError("give timestamped traces and benchmark outputs in separate "
+                                  "runs", source=str(files[traces.index(None)]),
+                                  hint="fit each, then compare the two models")
+        from_trace = fmt in ("trace", *TIMED_FORMATS) or (bool(traces) and all(traces))
+        if fmt not in FORMATS and not from_trace:
             raise CcmodInputError(f"unknown input format '{fmt}'", source="--format",
-                                  hint="valid: " + ", ".join(FORMATS))
+                                  hint="valid: " + ", ".join((*FORMATS, "trace", *TIMED_FORMATS)))
         if time_unit is not None and time_unit not in ("s", "ms", "us", "ns"):
             raise CcmodInputError(f"unknown time unit '{time_unit}'", source="--time-unit",
                                   hint="valid: s, ms, us, ns")
@@ -89,12 +112,30 @@ def register(app: typer.Typer) -> None:
                            round_trip=round_trip, benchmark=benchmark, processes=processes,
                            raw_size=raw_size)
         named = ", ".join(str(f) for f in files) or "ccmod fit"
+        fit_kw = dict(breakpoints=breakpoints, packet_size=packet_size,
+                      max_segments=max_segments, robust=robust,
+                      per_hop_latency_s=per_hop_latency, ref_hops=ref_hops)
         try:
-            report = fit_files(files, fmt, opts, breakpoints=breakpoints,
-                               packet_size=packet_size, max_segments=max_segments,
-                               robust=robust, hops=hops, per_hop_latency_s=per_hop_latency,
-                               ref_hops=ref_hops)
+            if from_trace:
+                if hops is not None:
+                    raise CcmodInputError("--hops applies to benchmark files, not traces",
+                                          source="--hops", hint="give --per-hop-latency")
+                report = fit_traces(files, fmt, message_time=message_time, quantile=quantile,
+                                    min_messages=min_messages, bins_per_decade=bins_per_decade,
+                                    **fit_kw)
+                if compare is not None:
+                    from ccmod.netsys.cost import PiecewiseLinearCost
+                    from ccmod.netsys.fit_envelope import compare as compare_models
+                    compare_models(report, PiecewiseLinearCost.load(compare), str(compare))
+            else:
+                if compare is not None:
+                    raise CcmodInputError("--compare applies to fits of traces",
+                                          source="--compare",
+                                          hint="give a timestamped trace (OTF2, Paraver, ...)")
+                report = fit_files(files, fmt, opts, hops=hops, **fit_kw)
         except CcmodInputError as exc:
+            if fmt == "auto" and not from_trace:
+                _untimed_trace_instead(files)
             if exc.source is not None:
                 raise
             # a fit of the data as a whole failed: the data is the files given
@@ -135,3 +176,12 @@ def register(app: typer.Typer) -> None:
             typer.echo("(no model written: add -o model.json)")
         if plot is not None:
             typer.echo(f"wrote {plot}")
+
+
+def _untimed_trace_instead(files) -> None:
+    """A benchmark read failed: when a file is a trace without timestamps, say that."""
+    from ccmod.fit_trace import no_timestamps_error, untimed_trace_format
+    for f in files:
+        name = untimed_trace_format(f)
+        if name is not None:
+            raise no_timestamps_error(f, name) from None

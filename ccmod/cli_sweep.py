@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
         network: Optional[List[str]] = typer.Option(
             None, "--network", "-n", help="NAME[:key=value,...]; repeat for several networks "
                                           "(default star)."),
-        sharing: str = typer.Option("ccmod", help="Comma list of sharing rules: ccmod, maxmin."),
+        sharing: str = typer.Option("ccmod", help="Comma list of sharing rules: ccmod, maxmin, ccmod:latency=unshared,capacity=ratio."),
         send_mode: str = typer.Option("rendezvous", help="Comma list: rendezvous, eager, detached."),
         eager_limit: Optional[str] = typer.Option(None, help="Comma list of eager limits (bytes)."),
         background: str = typer.Option("0", help="Comma list of background loads in [0,1) or "
@@ -166,7 +166,9 @@ def register(app: typer.Typer) -> None:
             output_kind(output)
             from ccmod.atomic import ensure_dir
             ensure_dir(output.parent if str(output.parent) else Path("."), "output folder")
-        grid: dict = {"sharing": split_list(sharing, "--sharing"),
+        from ccmod.sharing import split_rules
+        # a rule's own options use commas too (ccmod:latency=unshared,capacity=ratio)
+        grid: dict = {"sharing": split_rules(sharing) or split_list(sharing, "--sharing"),
                       "send_mode": split_list(send_mode, "--send-mode")}
         if eager_limit is not None:
             grid["eager_limit_bytes"] = split_list(eager_limit, "--eager-limit", _int)

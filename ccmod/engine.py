@@ -219,8 +219,7 @@ class Engine:
         from ccmod.kernel.loop import go_end, run_loop
         compiling_notice()
         from ccmod.kernel.codes import K_RECORDS, K_STARVED
-        args = [self.C, self.P, self.Min, self.Ro, self.Go, self.T, self.Ko, self.L,
-                self.CSo, self.MSo, self.BG, self.I, self.F]
+        args = [self.C, self.P, self.L, self.I, self.F]
         ks_ = self.K.ks
         while not run_loop(*args):
             if ks_[K_STARVED]:

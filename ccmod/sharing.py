@@ -27,3 +27,18 @@ SHARING_RULES.add(
     "maxmin", object,
     "max-min fair sharing of each resource (SimGrid CM02-like); latency is not shared",
     params={})
+
+
+def split_rules(text: str) -> list[str]:
+    """A comma list of rules, where a rule's own options also use commas:
+    ``ccmod,ccmod:latency=unshared,capacity=ratio,maxmin`` -> three rules (an item with
+    ``=`` and no ``:`` is an option of the rule before it)."""
+    out: list[str] = []
+    for tok in (t.strip() for t in str(text or "").split(",")):
+        if not tok:
+            continue
+        if out and "=" in tok and ":" not in tok:
+            out[-1] += "," + tok
+        else:
+            out.append(tok)
+    return out

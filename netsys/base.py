@@ -36,6 +36,9 @@ class RouteTable:
     latency_s: np.ndarray      # float64[k]
     bandwidth_Bps: np.ndarray  # float64[k]
     hops: np.ndarray           # int32[k]
+    #: per-pair rate cap of a hop that limits each flow but is not shared (SimGrid FATPIPE);
+    #: None = no such hop on any route
+    flow_cap_Bps: np.ndarray | None = None
 
     def lookup(self, src, dst) -> np.ndarray:
         """Row indices of the given (src, dst) node arrays (all must be present)."""

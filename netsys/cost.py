@@ -51,6 +51,8 @@ class CostModel:
     intra_bandwidth_Bps = None
     #: aggregate copy bandwidth of a node's cores together (None = one pair's)
     intra_aggregate_bandwidth_Bps = None
+    #: sender CPU time per intra-node message (back-to-back messages of one pair)
+    intra_o_send_s = 0.0
     #: rate bytes flow at when messages stream (None = the segment bandwidths)
     stream_bandwidth_Bps = None
 
@@ -215,6 +217,8 @@ class PiecewiseLinearCost(CostModel):
             if "bandwidth_Bps" in intra:
                 self.intra_bandwidth_Bps = num(intra["bandwidth_Bps"], "intra.bandwidth_Bps",
                                                lo=1.0)
+            if "o_send_s" in intra:
+                self.intra_o_send_s = num(intra["o_send_s"], "intra.o_send_s")
             if "aggregate_bandwidth_Bps" in intra:
                 self.intra_aggregate_bandwidth_Bps = num(
                     intra["aggregate_bandwidth_Bps"], "intra.aggregate_bandwidth_Bps", lo=1.0)
@@ -235,7 +239,8 @@ class PiecewiseLinearCost(CostModel):
         o_r = c[..., 2] + c[..., 3] * n
         if same_node is not None:   # fitted on the network path: intra-node has its own
             same = np.asarray(same_node, bool)
-            o_s, o_r = np.where(same, 0.0, o_s), np.where(same, 0.0, o_r)
+            o_s = np.where(same, self.intra_o_send_s, o_s)
+            o_r = np.where(same, 0.0, o_r)
         return o_s, o_r
 
     def _segment(self, nbytes):

@@ -111,6 +111,10 @@ def intra_summary(paths, fmt: str = "auto", options: ReadOptions | None = None) 
     out = {}
     if lat or stream_lat:
         out["latency_s"] = float(np.median(lat if lat else stream_lat))
+    if stream_lat:
+        # back-to-back messages of one pair: the per-message time is the sender's CPU
+        # (each rank's own: k pairs send k times as many small messages per second)
+        out["o_send_s"] = min(float(np.median(stream_lat)), out["latency_s"])
     if bw:
         out["bandwidth_Bps"] = float(np.max(bw))
     if not out:

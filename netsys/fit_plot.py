@@ -55,11 +55,17 @@ def plot_fit(report, path) -> None:
     if e is not None:
         x = np.concatenate([m.nbytes for m in report.measurements]).astype(float)
         y = np.concatenate([m.one_way_s for m in report.measurements])
-        if np.any(e.counts_ > 1):
+        env = getattr(report, "envelope", None)
+        if env is not None:     # a trace: every used message behind its bin's quantile
+            x, y = env.sample_nbytes.astype(float), env.sample_s
+        if np.any(e.counts_ > 1) or env is not None:
             step = max(1, x.size // MAX_POINTS)
             ax.scatter(x[::step], y[::step], s=4, alpha=0.15, color="0.5", lw=0,
-                       label="samples" + (f" (1 in {step})" if step > 1 else ""))
-        ax.plot(e.sizes_, e.center_s_, "o", ms=4, color="C0", label="measured (per size)")
+                       label=("messages" if env is not None else "samples")
+                       + (f" (1 in {step})" if step > 1 else ""))
+        ax.plot(e.sizes_, e.center_s_, "o", ms=4, color="C0",
+                label="measured (per size)" if env is None else
+                f"lower envelope ({env.quantile:g} quantile per size bin)")
     cx, cy = model_curve(model, max_bytes)
     ax.plot(cx, cy, "-", color="C3", lw=1.6, label="model")
     for b in model.min_bytes[1:]:

@@ -32,6 +32,8 @@ class FitReport:
     hops : list of int
         Route length of each input.
     notes, warnings : list of str
+    envelope : netsys.fit_envelope.EnvelopeBins or None
+        Set when the model was fitted to a trace's lower envelope (``ccmod fit TRACE``).
     """
 
     model: PiecewiseLinearCost
@@ -40,6 +42,7 @@ class FitReport:
     hops: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    envelope: object = None
 
     @property
     def poor_fit(self) -> bool:
@@ -70,6 +73,10 @@ class FitReport:
                 lo, hi, nsz, nsamp = self.estimator.segment_sizes_[k]
                 d.update(measured_min_bytes=lo, measured_max_bytes=hi, n_sizes=nsz, n_samples=nsamp)
             out.append(d)
+        if self.envelope is not None:
+            from ccmod.netsys.fit_envelope import segment_support
+            for d, sup in zip(out, segment_support(self)):
+                d.update(n_messages=sup["n_messages"], n_message_sizes=sup["n_message_sizes"])
         return out
 
     def metrics(self) -> dict:
@@ -105,6 +112,9 @@ class FitReport:
         pairs = [p for m in self.measurements if m.pairs for p in m.pairs]
         if pairs:
             d["pairs"] = {"summary": pair_summary(pairs), "pairs": pairs}
+        if self.envelope is not None:
+            from ccmod.netsys.fit_envelope import envelope_json
+            d["envelope"] = envelope_json(self)
         return d
 
     def text(self) -> str:
@@ -254,6 +264,20 @@ def fit_files(paths, fmt: str = "auto", options: ReadOptions | None = None, *,
         parse_hops(",".join(map(str, hops)), len(paths))
     ms = [read_measurements(p, f, opts) for p, f in zip(paths, fmts)]
     hop_list = hop_list or [int(ref_hops)] * len(ms)
+    src = paths[0] if len(paths) == 1 else ", ".join(Path(p).name for p in paths)
+    return fit_measurements(ms, hop_list, src, breakpoints=breakpoints, packet_size=packet_size,
+                            max_segments=max_segments, robust=robust,
+                            per_hop_latency_s=per_hop_latency_s, ref_hops=ref_hops)
+
+
+def fit_measurements(ms, hop_list, src: str, *, breakpoints="auto", packet_size=None,
+                     max_segments: int = 4, robust: bool = False, per_hop_latency_s: float = 0.0,
+                     ref_hops: int = 2) -> FitReport:
+    """Fit already read :class:`Measurements` (one route length each in ``hop_list``).
+
+    What :func:`fit_files` does after reading; also the last step of fitting a trace's
+    lower envelope (``netsys.fit_envelope``). ``src`` names the data in the model file.
+    """
     x = np.concatenate([m.nbytes for m in ms]).astype(float)
     y = np.concatenate([m.one_way_s for m in ms])
     h = np.concatenate([np.full(len(m), hh, float) for m, hh in zip(ms, hop_list)])
@@ -288,7 +312,6 @@ def fit_files(paths, fmt: str = "auto", options: ReadOptions | None = None, *,
                         f"{est.poor_fit_threshold:.0%}: a piecewise-linear model does not describe "
                         "these measurements well (noisy or non-monotone data? try --robust, more "
                         "--max-segments, or separate the protocols/placements)")
-    src = paths[0] if len(paths) == 1 else ", ".join(Path(p).name for p in paths)
     extra = {"inputs": [{"file": m.source, "format": m.format, "hops": hh}
                         for m, hh in zip(ms, hop_list)]}
     model = est.to_cost_model(source=src, extra=extra)

@@ -53,7 +53,10 @@ def format_report(rep) -> str:
                      f"out median {_pct(mt['cv_median_rel_err'])}, max {_pct(mt['cv_max_rel_err'])}; "
                      f"{mt['n_sizes']} sizes, {mt['n_samples']} samples")
         tab = rep.table()
-        if len(tab) <= TEXT_TABLE_MAX_SIZES:
+        if getattr(rep, "envelope", None) is not None:
+            from ccmod.netsys.fit_envelope import envelope_text
+            lines += envelope_text(rep)
+        elif len(tab) <= TEXT_TABLE_MAX_SIZES:
             raw = bool(np.any(tab["n"] > 1))
             lines.append(f"  {'bytes':>9} {'measured':>11} {'predicted':>11} {'rel err':>8}"
                          + (f" {'n':>5} {'p10':>10} {'p90':>10}" if raw else ""))

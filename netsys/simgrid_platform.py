@@ -6,29 +6,36 @@ What is read (SimGrid platform DTD 4.x):
   mapping); ``<router>``: forwarding vertices.
 * ``<link id= bandwidth= latency= [sharing_policy=]>``: units as SimGrid writes them
   (``125MBps``, ``10Gbps``, ``1.5GiBps``; ``50us``, ``1.2ms``; a bare number is B/s or s).
-  ``SPLITDUPLEX`` links have two directions (``link_ctn direction="UP|DOWN"``), ``SHARED``
-  (the default) links one capacity for both directions; ``FATPIPE`` links are modelled as
-  shared (ccmod has no per-flow fat pipes; a note says so).
+  ``SPLITDUPLEX`` (old name ``FULLDUPLEX``) links have two directions (``link_ctn
+  direction="UP|DOWN"``, or the names ``ID_UP``/``ID_DOWN``), ``SHARED`` (the default)
+  links one capacity for both directions, ``FATPIPE`` links no sharing (below).
 * ``<route src dst [symmetrical=YES|NO]>`` with ``<link_ctn id [direction]>``: with
   ``routing="Full"`` these are the routes; with ``Floyd``/``Dijkstra``/``DijkstraCache``
   they are edges and routes are the paths with the fewest edges (ties: declaration order).
   A symmetrical route is used backwards with UP and DOWN swapped.
 * ``<cluster id prefix radical suffix bw lat [sharing_policy] [bb_bw bb_lat
-  [bb_sharing_policy]]>``: hosts ``prefix+i+suffix``; host i has a private link (two
-  directions unless ``sharing_policy=SHARED``) and the route i -> j is ``l_i UP ;
-  backbone ; l_j DOWN`` (no backbone: ``l_i UP ; l_j DOWN``), as SimGrid's cluster zone.
+  [bb_sharing_policy]] [limiter_link] [router_id]>``: hosts ``prefix+i+suffix``; host i
+  has a private link (two directions unless ``sharing_policy=SHARED``) and the route
+  i -> j is ``[limiter_i] ; l_i UP ; backbone ; l_j DOWN ; [limiter_j]`` (no backbone:
+  without it), as SimGrid's star zone; its router (``router_id``, by default
+  ``prefix+id+"_router"+suffix``) is the cluster's gateway, reached over ``l_i ; backbone``.
 
-Zones nest: the hosts and links of every zone are read; routes between zones
-(``zoneRoute``/``ASroute`` with gateways) are not, so a platform whose hosts talk across
-zones is refused with a hint. ccmod's links carry all the messages that cross them
-(contention), which is SimGrid's SHARED / SPLITDUPLEX behaviour.
+Zones nest (``<zone>``/``<AS>``, ``<cluster>``); routes between zones
+(``zoneRoute``/``ASroute`` with ``gw_src``/``gw_dst``) are resolved as SimGrid does
+(:mod:`ccmod.netsys.simgrid_zones`), as are ``routing="Cluster"`` zones with
+``<host_link>`` and ``<backbone>``. ccmod's links carry all the messages that cross them
+(contention), which is SimGrid's SHARED / SPLITDUPLEX behaviour; a ``FATPIPE`` link
+gives every flow its full bandwidth, so it counts in each message's latency and
+bottleneck bandwidth but is not a contended resource (it does not appear in
+:meth:`SimgridPlatform.route` nor in the link table's traffic). Refused with one line:
+bypass routes, ``<peer>``/Vivaldi, ``<cabinet>``, cluster topologies (torus, fat tree,
+dragonfly) and Wi-Fi zones.
 """
 from __future__ import annotations
 
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +44,7 @@ from ccmod.errors import CcmodInputError
 from ccmod.guard import check_network_size, excerpt
 from ccmod.netsys.base import Param
 from ccmod.netsys.registry import NETWORKS
+from ccmod.netsys.simgrid_zones import ROUTED, ZoneTree
 from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork
 
 _BW = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2.0 ** 10,
@@ -75,10 +83,11 @@ def _radical(text: str) -> list[int]:
 
 @NETWORKS.register()
 class SimgridPlatform(BuiltNetwork):
-    """A SimGrid platform XML file (``file=PATH``): hosts, links, routes, clusters."""
+    """A SimGrid platform XML file (``file=PATH``): hosts, links, zones, routes, clusters."""
 
     name = "simgrid"
-    description = "SimGrid platform XML (file=PATH): hosts, links, Full/Floyd routes, <cluster>"
+    description = ("SimGrid platform XML (file=PATH): hosts, links, Full/Floyd/Dijkstra/"
+                   "Cluster zones, zone routes, <cluster>")
     params = {
         "file": Param(str, None, "SimGrid platform XML file (required)"),
     }
@@ -116,75 +125,122 @@ class SimgridPlatform(BuiltNetwork):
         if root.tag != "platform":
             raise CcmodInputError(f"root element is <{root.tag}>, not <platform>",
                                   source=self.path)
-        self.vertex, self.is_node = {}, []
-        self.link_id, self.link_names, cap, lat = {}, [], [], []
+        self.vertex = {}
+        self.link_id, self.link_names, self._cap, self._lat = {}, [], [], []
         self.shared: list[bool] = []
-        self.edges: list[tuple[int, int, list, bool]] = []   # src, dst, hops, symmetrical
-        self.full_routes: dict[tuple[int, int], list] = {}
-        self.fatpipes = 0
-
-        def add_vertex(name, node):
-            if name in self.vertex:
-                self._err(f"'{name}' declared twice")
-            self.vertex[name] = len(self.is_node)
-            self.is_node.append(node)
-
-        def add_link(name, bw, la, policy):
-            b, l_ = parse_bandwidth(bw), parse_latency(la or "0")
-            if not (b > 0 and math.isfinite(b)) or not (l_ >= 0 and math.isfinite(l_)):
-                self._err(f"link '{name}': bad bandwidth '{bw}' or latency '{la}'",
-                          hint="SimGrid units: 125MBps, 10Gbps; 50us, 1ms")
-            policy = (policy or "SHARED").upper()
-            self.fatpipes += policy == "FATPIPE"
-            self.link_id[name] = len(self.link_names)
-            self.link_names.append(name)
-            cap.append(b)
-            lat.append(l_)
-            self.shared.append(policy != "SPLITDUPLEX")
-            return self.link_id[name]
-
-        hosts_first = []
+        self.fatpipe: list[bool] = []
+        self.tree = ZoneTree(self._reverse, self._err)
+        hosts = []
         for el in root.iter():
-            tag = el.tag
-            if tag == "host":
-                hosts_first.append(el.get("id"))
-            elif tag == "cluster":
-                ids = _radical(el.get("radical", "0"))
-                hosts_first.extend(f"{el.get('prefix', '')}{i}{el.get('suffix', '')}"
-                                   for i in ids)
-        for h in hosts_first:
-            add_vertex(h, True)
-        if not hosts_first:
+            if el.tag == "host":
+                hosts.append(el.get("id"))
+            elif el.tag == "cluster":
+                hosts.extend(f"{el.get('prefix', '')}{i}{el.get('suffix', '')}"
+                             for i in _radical(el.get("radical", "0")))
+        if not hosts:
             self._err("the platform declares no <host> or <cluster>")
-        if len(hosts_first) > MAX_NODES:
-            self._err(f"too many hosts ({len(hosts_first)}; at most {MAX_NODES})")
-        for el in root.iter():
-            if el.tag == "router":
-                add_vertex(el.get("id"), False)
-            elif el.tag == "link":
-                add_link(el.get("id"), el.get("bandwidth"), el.get("latency"),
-                         el.get("sharing_policy"))
-            elif el.tag in ("zoneRoute", "ASroute", "bypassZoneRoute", "bypassASroute"):
-                self._err(f"<{el.tag}> (routes between zones) is not supported",
-                          hint="flatten the platform into one zone with Full or Floyd "
-                               "routing, or use <cluster>")
-        for el in root.iter():
-            if el.tag == "cluster":
-                self._cluster(el, add_link)
-        for zone in root.iter():
-            if zone.tag not in ("zone", "AS"):
-                continue
-            full = (zone.get("routing") or "Full") == "Full"
-            for rt in zone.findall("route"):
-                self._route(rt, full)
-        self.nnodes = len(hosts_first)
-        self.capacity_Bps = np.repeat(np.asarray(cap, float)[:, None], 2, axis=1)
-        self.latency_s = np.repeat(np.asarray(lat, float)[:, None], 2, axis=1)
+        if len(hosts) > MAX_NODES:
+            self._err(f"too many hosts ({len(hosts)}; at most {MAX_NODES})")
+        for h in hosts:
+            self._vertex(h)
+        self.host_names = hosts
+        self._pending = []          # routes, once every link and zone is known
+        self._host_links = []       # (zone, host, up hop, down hop) of Cluster zones
+        self._walk(root, self.tree.add_zone("(platform)", "Full", None))
+        for zone, el in self._pending:
+            self._route(zone, el)
+        for zone, host, up, down in self._host_links:
+            zone.up[host], zone.down[host] = [up], [down]
+        for zone in self.tree.zones.values():
+            bb = getattr(zone, "backbone", None)
+            if zone.routing == "Cluster" and bb is not None:
+                for v in zone.up:
+                    zone.up[v] = zone.up[v] + [(bb, 0)]
+                    zone.down[v] = [(bb, 0)] + zone.down[v]
+        self.nnodes = len(hosts)
+        self.capacity_Bps = np.repeat(np.asarray(self._cap, float)[:, None], 2, axis=1)
+        self.latency_s = np.repeat(np.asarray(self._lat, float)[:, None], 2, axis=1)
         self.link_ends = None     # SimGrid links name no endpoints (routes list them)
         self.vertex_names = list(self.vertex)
-        if self.fatpipes:
-            self.notes = [f"{self.fatpipes} FATPIPE link(s) modelled as shared links"]
-        self._trees: dict[int, np.ndarray] = {}
+        nfat = sum(self.fatpipe)
+        if nfat:
+            self.notes = [f"{nfat} FATPIPE link(s): each message gets their full bandwidth "
+                          "(latency and bandwidth count, no contention)"]
+
+    # -- platform walk ------------------------------------------------------------------
+    def _walk(self, el, zone) -> None:
+        for child in el:
+            tag = child.tag
+            if tag in ("zone", "AS"):
+                routing = child.get("routing") or "Full"
+                if routing not in ROUTED + ("Cluster", "None"):
+                    self._err(f"zone '{child.get('id')}' has routing=\"{routing}\", which "
+                              "ccmod does not read",
+                              hint="supported: Full, Floyd, Dijkstra, DijkstraCache, "
+                                   "Cluster, None")
+                self._walk(child, self.tree.add_zone(child.get("id"), routing, zone))
+            elif tag == "cluster":
+                self._cluster(child, zone)
+            elif tag in ("host", "router"):
+                if tag == "router":
+                    self._vertex(child.get("id"))
+                self.tree.add_point(child.get("id"), zone)
+                if zone.routing == "Cluster":   # reached over the backbone alone, until
+                    zone.up[child.get("id")] = []       # a <host_link> says more
+                    zone.down[child.get("id")] = []
+            elif tag == "link":
+                self._link(child.get("id"), child.get("bandwidth"), child.get("latency"),
+                           child.get("sharing_policy"))
+            elif tag == "backbone":
+                zone.backbone = self._link(child.get("id"), child.get("bandwidth"),
+                                           child.get("latency"), "SHARED")
+            elif tag == "host_link":
+                self._host_links.append((zone, child.get("id"),
+                                         self._ctn(child.get("up"), "UP", "host_link"),
+                                         self._ctn(child.get("down"), "DOWN", "host_link")))
+            elif tag in ("route", "zoneRoute", "ASroute"):
+                self._pending.append((zone, child))
+            elif tag in ("bypassRoute", "bypassZoneRoute", "bypassASroute", "peer",
+                         "cabinet"):
+                self._err(f"<{tag}> is not supported",
+                          hint="write the routes explicitly (<route>, <zoneRoute>)")
+
+    def _vertex(self, name) -> None:
+        if name in self.vertex:
+            self._err(f"'{name}' declared twice")
+        self.vertex[name] = len(self.vertex)
+
+    def _link(self, name, bw, la, policy) -> int:
+        b, l_ = parse_bandwidth(bw), parse_latency(la or "0")
+        if not (b > 0 and math.isfinite(b)) or not (l_ >= 0 and math.isfinite(l_)):
+            self._err(f"link '{name}': bad bandwidth '{bw}' or latency '{la}'",
+                      hint="SimGrid units: 125MBps, 10Gbps; 50us, 1ms")
+        if name in self.link_id:
+            self._err(f"link '{name}' declared twice")
+        policy = (policy or "SHARED").upper()
+        if policy not in ("SHARED", "SPLITDUPLEX", "FULLDUPLEX", "FATPIPE", "WIFI"):
+            self._err(f"link '{name}': unknown sharing_policy '{policy}'",
+                      hint="SHARED, SPLITDUPLEX or FATPIPE")
+        if policy == "WIFI":
+            self._err(f"link '{name}': WIFI links are not supported")
+        self.link_id[name] = len(self.link_names)
+        self.link_names.append(name)
+        self._cap.append(b)
+        self._lat.append(l_)
+        self.shared.append(policy not in ("SPLITDUPLEX", "FULLDUPLEX"))
+        self.fatpipe.append(policy == "FATPIPE")
+        return self.link_id[name]
+
+    def _ctn(self, name, direction, where) -> tuple[int, int]:
+        """The hop of a link reference (``ID`` with a direction, or ``ID_UP``/``ID_DOWN``)."""
+        lid = self.link_id.get(name)
+        if lid is None:
+            base, _, side = str(name).rpartition("_")
+            lid = self.link_id.get(base) if side in ("UP", "DOWN") else None
+            if lid is None:
+                self._err(f"{where} uses unknown link '{name}'")
+            direction = side
+        return self._hop(lid, (direction or "UP").upper() != "DOWN")
 
     def _err(self, what, hint=None):
         raise CcmodInputError(what, source=self.path, hint=hint)
@@ -192,82 +248,89 @@ class SimgridPlatform(BuiltNetwork):
     def _hop(self, lid: int, up: bool) -> tuple[int, int]:
         return (lid, 0 if (up or self.shared[lid]) else 1)
 
-    def _cluster(self, el, add_link) -> None:
-        ids = _radical(el.get("radical", "0"))
-        prefix, suffix = el.get("prefix", ""), el.get("suffix", "")
-        cid = el.get("id", "cluster")
-        priv = [add_link(f"{cid}_link_{i}", el.get("bw"), el.get("lat"),
-                         el.get("sharing_policy", "SPLITDUPLEX")) for i in ids]
-        bb = None
-        if el.get("bb_bw"):
-            bb = add_link(f"{cid}_backbone", el.get("bb_bw"), el.get("bb_lat"),
-                          el.get("bb_sharing_policy", "SHARED"))
-        names = [f"{prefix}{i}{suffix}" for i in ids]
-        for a, na in enumerate(names):
-            for b, nb in enumerate(names):
-                if a != b:
-                    hops = [self._hop(priv[a], True)] + \
-                        ([self._hop(bb, True)] if bb is not None else []) + \
-                        [self._hop(priv[b], False)]
-                    self.full_routes[(self.vertex[na], self.vertex[nb])] = hops
-
-    def _route(self, rt, full: bool) -> None:
-        src, dst = rt.get("src"), rt.get("dst")
-        for v in (src, dst):
-            if v not in self.vertex:
-                self._err(f"route names '{v}', which is not a host or router of the platform")
-        hops = []
-        for ctn in rt.findall("link_ctn"):
-            lid = self.link_id.get(ctn.get("id"))
-            if lid is None:
-                self._err(f"route {src} -> {dst} uses unknown link '{ctn.get('id')}'")
-            hops.append(self._hop(lid, (ctn.get("direction") or "UP").upper() != "DOWN"))
-        sym = (rt.get("symmetrical") or "YES").upper() != "NO"
-        s, d = self.vertex[src], self.vertex[dst]
-        if s == d:
-            return       # loopback: ccmod's intra-node path
-        if full:
-            self.full_routes[(s, d)] = hops
-            if sym:
-                self.full_routes.setdefault((d, s), self._reverse(hops))
-        else:
-            self.edges.append((s, d, hops, sym))
-
     def _reverse(self, hops):
         return [(lid, d if self.shared[lid] else 1 - d) for lid, d in reversed(hops)]
 
-    def route(self, src: int, dst: int) -> list[tuple[int, int]]:
-        src, dst = int(src), int(dst)
-        hops = self.full_routes.get((src, dst))
-        if hops is not None:
-            return list(hops)
-        path = self._bfs(src, dst)
-        if path is None:
-            self._err(f"no route from host {self.vertex_names[src]} to "
-                      f"{self.vertex_names[dst]}", hint="add a <route> (or use --map)")
-        return path
+    def _cluster(self, el, parent) -> None:
+        cid = el.get("id", "cluster")
+        topo = (el.get("topology") or "FLAT").upper()
+        if topo != "FLAT":
+            self._err(f"cluster '{cid}' has topology=\"{topo}\", which ccmod does not read",
+                      hint="use ccmod's own fattree2/torus/dragonfly networks instead")
+        zone = self.tree.add_zone(cid, "Cluster", parent)
+        ids = _radical(el.get("radical", "0"))
+        prefix, suffix = el.get("prefix", ""), el.get("suffix", "")
+        bb = None
+        if el.get("bb_bw"):
+            bb = self._link(f"{cid}_backbone", el.get("bb_bw"), el.get("bb_lat"),
+                            el.get("bb_sharing_policy", "SHARED"))
+        for i in ids:
+            host = f"{prefix}{i}{suffix}"
+            self.tree.add_point(host, zone)
+            lid = self._link(f"{cid}_link_{i}", el.get("bw"), el.get("lat"),
+                             el.get("sharing_policy", "SPLITDUPLEX"))
+            up = [self._hop(lid, True)]
+            if el.get("limiter_link"):
+                lim = self._link(f"{cid}_link_{i}_limiter", el.get("limiter_link"), "0",
+                                 "SHARED")
+                up = [(lim, 0)] + up
+            if bb is not None:
+                up.append((bb, 0))
+            zone.up[host], zone.down[host] = up, self._reverse(up)
+        router = el.get("router_id") or f"{prefix}{cid}_router{suffix}"
+        self._vertex(router)
+        self.tree.add_point(router, zone)
+        zone.up[router], zone.down[router] = [], []
 
-    def _bfs(self, src, dst):
-        adj: dict[int, list] = {}
-        for s, d, hops, sym in self.edges:
-            adj.setdefault(s, []).append((d, hops))
-            if sym:
-                adj.setdefault(d, []).append((s, self._reverse(hops)))
-        prev = {src: None}
-        q = deque([src])
-        while q:
-            u = q.popleft()
-            if u == dst:
-                break
-            for v, hops in adj.get(u, ()):
-                if v not in prev:
-                    prev[v] = (u, hops)
-                    q.append(v)
-        if dst not in prev:
-            return None
-        out, v = [], dst
-        while prev[v] is not None:
-            u, hops = prev[v]
-            out = list(hops) + out
-            v = u
-        return out
+    def _route(self, zone, rt) -> None:
+        src, dst = rt.get("src"), rt.get("dst")
+        for v in (src, dst):
+            if v not in self.tree.zone_of and v not in self.tree.zones:
+                self._err(f"route names '{v}', which is not a host, router or zone of the "
+                          "platform")
+        hops = [self._ctn(c.get("id"), c.get("direction"), f"route {src} -> {dst}")
+                for c in rt.findall("link_ctn")]
+        sym = (rt.get("symmetrical") or "YES").upper() != "NO"
+        self.tree.add_route(zone, src, dst, hops, rt.get("gw_src"), rt.get("gw_dst"), sym)
+
+    # -- routes ---------------------------------------------------------------------------
+    def simgrid_route(self, src: int, dst: int) -> list[tuple[int, int]]:
+        """Every hop SimGrid would use from host ``src`` to ``dst`` (FATPIPE links too)."""
+        return self.tree.global_route(self.host_names[int(src)], self.host_names[int(dst)])
+
+    def route(self, src: int, dst: int) -> list[tuple[int, int]]:
+        """The contended hops from host ``src`` to ``dst``: FATPIPE links are left out
+        (they count in :meth:`compile_routes`' latency, bandwidth and per-flow cap).
+
+        While the network checks itself on construction, a pair without a route is not an
+        error (SimGrid only needs the routes a run uses; a run fails on a missing one)."""
+        if getattr(self, "_checking", False):
+            try:
+                return self.simgrid_route(src, dst) or [(0, 0)]
+            except CcmodInputError:
+                return [(0, 0)]
+        return [h for h in self.simgrid_route(src, dst) if not self.fatpipe[h[0]]]
+
+    def __init__(self, nodes_needed=None, **values):
+        self._checking = True
+        try:
+            super().__init__(nodes_needed, **values)
+        finally:
+            self._checking = False
+
+    def compile_routes(self, pairs):
+        """Routes as every network's, plus the latency and bandwidth of FATPIPE hops."""
+        table = super().compile_routes(pairs)
+        if not any(self.fatpipe):
+            return table
+        cap = np.full(len(table.pairs), np.inf)
+        for k, (s, d) in enumerate(np.asarray(table.pairs)):
+            if s == d:
+                continue
+            for lid, _ in self.simgrid_route(s, d):
+                if self.fatpipe[lid]:
+                    table.latency_s[k] += self._lat[lid]
+                    cap[k] = min(cap[k], self._cap[lid])
+            table.bandwidth_Bps[k] = min(table.bandwidth_Bps[k], cap[k])
+        table.flow_cap_Bps = cap
+        return table

@@ -10,10 +10,14 @@ Mapping (times in integer nanoseconds, header ``ftime`` suffixed ``_ns``):
   standard configuration files colour them sensibly: 0 Idle, 1 Running (compute),
   3 Waiting a message (recv), 4 Blocking Send (send), 8 Wait/WaitAll (wait),
   13 Group Communication (barrier);
+* MPI call events (Extrae's types 50000001-50000003) for every record of the replayed
+  workload (``ctx.workload``), built by :mod:`outputs.paraver_calls`, with ccmod's private
+  types naming the communication records each call posts/completes and the exact compute,
+  so ``ccmod run trace.prv`` reproduces the prediction (docs/outputs.md);
 * communication records ``3:cpu:1:task:1:lsend:psend:cpu:1:task:1:lrecv:precv:size:tag``:
-  logical send = ``t_post_s`` (the send was issued), physical send = ``t_start_s`` (the
-  transfer started), logical = physical receive = ``t_end_s`` (the engine does not report
-  when the receive was posted).
+  logical send/receive = the send's/receive's post (inside its call), physical send =
+  ``t_start_s``, physical receive = when the receiver saw it complete; without the
+  workload: logical send = ``t_post_s``, logical = physical receive = ``t_end_s``.
 
 Records are sorted by their first time (states before communications on ties). The header
 date is fixed (``SOURCE_DATE_EPOCH`` when set) so the output is reproducible.
@@ -30,6 +34,9 @@ from ccmod.atomic import atomic_path, atomic_write_text
 from ccmod.outputs.base import (STATE_BARRIER, STATE_COMPUTE, STATE_IDLE, STATE_OVERHEAD,
                                 STATE_RECV, STATE_SEND, STATE_WAIT, Sink)
 from ccmod.outputs.intervals import fill_idle, sanitize_states
+from ccmod.outputs.paraver_calls import call_timeline, pcf_events
+from ccmod.workloads.paraver_match import (CCMOD_COMPLETES, CCMOD_COMPUTE,
+                                           CCMOD_NATIVE_BARRIER, CCMOD_POSTS, exact_bits)
 from ccmod.outputs.sinkdata import message_arrays, nodes_of, state_arrays
 from ccmod.outputs.registry import SINKS
 from ccmod.outputs.timebase import seconds_to_ns
@@ -84,10 +91,11 @@ class ParaverSink(Sink):
         t_end = max([makespan] + [float(a.max()) for a in (s["t_end_s"], m["t_end_s"])
                                   if len(a)])
         layout = _Layout(nodes_of(result))
+        calls = call_timeline(result, getattr(ctx, "workload", None))
         with atomic_path(d / f"{self.prefix}.prv") as tmp, \
                 open(tmp, "w", encoding="ascii") as fh:
-            _write_prv(fh, layout, s, m, nranks, t_end)
-        atomic_write_text(d / f"{self.prefix}.pcf", pcf_text())
+            _write_prv(fh, layout, s, m, nranks, t_end, calls)
+        atomic_write_text(d / f"{self.prefix}.pcf", pcf_text(calls is not None))
         atomic_write_text(d / f"{self.prefix}.row", layout.row_text())
 
 
@@ -126,8 +134,9 @@ class _Layout:
         return "\n".join(lines) + "\n"
 
 
-def pcf_text() -> str:
-    """The ``.pcf``: display options, the state names/colours used by the records."""
+def pcf_text(with_calls: bool = False) -> str:
+    """The ``.pcf``: display options, the state names/colours used by the records (and the
+    MPI call event types when the trace has them)."""
     out = ["DEFAULT_OPTIONS", "", "LEVEL               THREAD", "UNITS               NANOSEC",
            "LOOK_BACK           100", "SPEED               1", "FLAG_ICONS          ENABLED",
            "NUM_OF_STATE_COLORS 1000", "YMAX_SCALE          37", "", "",
@@ -137,10 +146,13 @@ def pcf_text() -> str:
     out += ["", "", "STATES_COLOR"]
     out += [f"{v:<5d}{{{c[0]},{c[1]},{c[2]}}}" for v, _, c in rows]
     out += ["", ""]
+    if with_calls:
+        out += pcf_events()
     return "\n".join(out) + "\n"
 
 
-def _write_prv(fh, layout: _Layout, s: dict, m: dict, nranks: int, t_end: float) -> None:
+def _write_prv(fh, layout: _Layout, s: dict, m: dict, nranks: int, t_end: float,
+               calls=None) -> None:
     rk, st, a, b = sanitize_states(s["rank"], s["state"], s["t_start_s"], s["t_end_s"])
     rk, st, a, b = fill_idle(rk, st, a, b, nranks, t_end)
     a_ns, b_ns = seconds_to_ns(a), seconds_to_ns(b)
@@ -154,38 +166,80 @@ def _write_prv(fh, layout: _Layout, s: dict, m: dict, nranks: int, t_end: float)
     src, dst = m["src"], m["dst"]
     ok = (src >= 0) & (src < nranks) & (dst >= 0) & (dst < nranks)
     src, dst = src[ok], dst[ok]
-    # logical send = when the send was issued (the engine gives it; else the first post)
-    post = seconds_to_ns((m["t_post_send_s"] if "t_post_send_s" in m else m["t_post_s"])[ok])
-    start = np.maximum(seconds_to_ns(m["t_start_s"][ok]), post)
-    end = np.maximum(seconds_to_ns(m["t_end_s"][ok]), start)
+    if calls is None:
+        # logical send = when the send was issued (the engine gives it; else the first post)
+        post = seconds_to_ns((m["t_post_send_s"] if "t_post_send_s" in m
+                              else m["t_post_s"])[ok])
+        start = np.maximum(seconds_to_ns(m["t_start_s"][ok]), post)
+        end = np.maximum(seconds_to_ns(m["t_end_s"][ok]), start)
+        lrecv = end
+    else:
+        # the calls' times: send and receive posts, completion seen by the receiver
+        events, lsend_s, lrecv_s, precv_s = calls
+        post = seconds_to_ns(lsend_s[ok])
+        start = np.maximum(seconds_to_ns(m["t_start_s"][ok]), post)
+        lrecv = seconds_to_ns(lrecv_s[ok])
+        end = np.maximum(seconds_to_ns(precv_s[ok]), lrecv)
     size = np.maximum(m["nbytes"][ok], 0)
     tag = m["tag"][ok]
+    msg_order = np.argsort(np.argsort(m["msg_id"][ok], kind="stable"), kind="stable")
+    # 1-based index of each message's communication record in the file (sorted below)
+    rec_of_row = np.zeros(len(ok), np.int64)
+    rec_of_row[np.flatnonzero(ok)] = np.argsort(np.lexsort((msg_order, post))) + 1
+    ev = _event_arrays(calls, rec_of_row)
 
-    ftime = int(max([int(seconds_to_ns(t_end))] + [int(x.max()) for x in (b_ns, end)
+    ftime = int(max([int(seconds_to_ns(t_end))] + [int(x.max()) for x in (b_ns, end, ev[1])
                                                     if len(x)]))
     fh.write(layout.header(ftime))
-    ns = len(rk)
-    times = np.concatenate([a_ns, post])
-    kind = np.concatenate([np.ones(ns, np.int8), np.full(len(src), 3, np.int8)])
-    order = np.lexsort((kind, times))
+    ns, ne = len(rk), len(ev[0])
+    times = np.concatenate([a_ns, ev[1], post])
+    kind = np.concatenate([np.ones(ns, np.int8), np.full(ne, 2, np.int8),
+                           np.full(len(src), 3, np.int8)])
+    # ties: a rank's calls in their order, messages in msg_id (= channel FIFO) order
+    tie = np.concatenate([np.zeros(ns, np.int64), ev[2], msg_order])
+    order = np.lexsort((tie, kind, times))
     cpu = layout.cpu
     chunk = 200_000
     for lo in range(0, len(order), chunk):
         idx = order[lo:lo + chunk]
-        is_state = idx < ns
-        si = idx[is_state]
-        ci = idx[~is_state] - ns
         out = np.empty(len(idx), dtype=object)
-        out[is_state] = [f"1:{c}:1:{r + 1}:1:{x}:{y}:{v}" for c, r, x, y, v in zip(
+        si = idx[idx < ns]
+        out[idx < ns] = [f"1:{c}:1:{r + 1}:1:{x}:{y}:{v}" for c, r, x, y, v in zip(
             cpu[rk[si]].tolist(), rk[si].tolist(), a_ns[si].tolist(), b_ns[si].tolist(),
             prv_state[si].tolist())]
-        out[~is_state] = [f"3:{cs}:1:{s_ + 1}:1:{p}:{q}:{cr}:1:{d + 1}:1:{e}:{e}:{n}:{t}"
-                          for cs, s_, p, q, cr, d, e, n, t in zip(
-                              cpu[src[ci]].tolist(), src[ci].tolist(), post[ci].tolist(),
-                              start[ci].tolist(), cpu[dst[ci]].tolist(), dst[ci].tolist(),
-                              end[ci].tolist(), size[ci].tolist(), tag[ci].tolist())]
+        is_ev = (idx >= ns) & (idx < ns + ne)
+        ei = idx[is_ev] - ns
+        out[is_ev] = [f"2:{c}:1:{r + 1}:1:{t}:{ty}:{v}{x}" for c, r, t, ty, v, x in zip(
+            cpu[ev[0][ei]].tolist(), ev[0][ei].tolist(), ev[1][ei].tolist(),
+            ev[3][ei].tolist(), ev[4][ei].tolist(), [ev[5][j] for j in ei.tolist()])]
+        is_c = idx >= ns + ne
+        ci = idx[is_c] - ns - ne
+        out[is_c] = [f"3:{cs}:1:{s_ + 1}:1:{p}:{q}:{cr}:1:{d + 1}:1:{lr}:{e}:{n}:{t}"
+                     for cs, s_, p, q, cr, d, lr, e, n, t in zip(
+                         cpu[src[ci]].tolist(), src[ci].tolist(), post[ci].tolist(),
+                         start[ci].tolist(), cpu[dst[ci]].tolist(), dst[ci].tolist(),
+                         lrecv[ci].tolist(), end[ci].tolist(), size[ci].tolist(),
+                         tag[ci].tolist())]
         fh.write("\n".join(out.tolist()))
         fh.write("\n")
+
+
+def _event_arrays(calls, rec_of_row):
+    """(rank, t_ns, seq, type, value, extra) of the call events (empty without calls);
+    ``extra`` names the communication records a call posts/completes (ccmod's types)."""
+    if calls is None or not calls[0]:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z, z, []
+    r, t, q, ty, v, posts, done, native, comp = zip(*calls[0])
+    extra = [
+        "".join(f":{CCMOD_POSTS}:{rec_of_row[i]}" for i in p)
+        + "".join(f":{CCMOD_COMPLETES}:{rec_of_row[i]}" for i in d)
+        + (f":{CCMOD_NATIVE_BARRIER}:1" if nat else "")
+        + "".join(f":{CCMOD_COMPUTE}:{exact_bits(x)}" for x in c)
+        for p, d, nat, c in zip(posts, done, native, comp)]
+    return (np.asarray(r, np.int64), seconds_to_ns(np.asarray(t, float)),
+            np.asarray(q, np.int64), np.asarray(ty, np.int64), np.asarray(v, np.int64),
+            extra)
 
 
 def read_prv_summary(path) -> dict:
@@ -204,7 +258,7 @@ def read_prv_summary(path) -> dict:
             states.append(tuple(int(x) for x in ln.split(":")[1:]))
         elif ln.startswith("3:"):
             comms.append(tuple(int(x) for x in ln.split(":")[1:]))
-        elif ln.startswith("c:") or not ln:
+        elif ln.startswith(("c:", "2:")) or not ln:
             continue
         else:
             other += 1

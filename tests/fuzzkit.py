@@ -442,6 +442,8 @@ def families() -> dict[str, Family]:
                      "--map", "block:2"]]),
         FileFamily("goal", DATA / "goal" / "binary_tree_32.goal",
                    [["info", "{IN}"], ["run", "{IN}", "--send-mode", "eager"]]),
+        FileFamily("dimemas", DATA / "dimemas" / "handwritten_4tasks.dim",
+                   [["info", "{IN}"], ["run", "{IN}"]]),
         FileFamily("simgrid-platform", DATA / "simgrid" / "cluster_backbone.xml",
                    [["run", TRACES / "alltoall8.ti", "--network", "simgrid:file={IN}"]]),
         SecretFamily(),

@@ -142,3 +142,26 @@ def test_bad_capacity_option_lists_choices():
     with pytest.raises(CcmodInputError) as e:
         run(exchange(), star(), sharing="ccmod:capacity=maybe", cost=COST)
     assert "ratio" in str(e.value)
+
+
+def test_intra_small_messages_cost_the_sender_per_message_and_skip_the_nic_gap():
+    # one pair's stream of W tiny messages: W x o_send on the sender (its per-message time);
+    # k pairs in parallel cost the same (each rank's own CPU); the NIC gap does not apply
+    o, W = 2e-7, 16
+    d = COST.to_dict()
+    d["gap_s"] = 1e-6
+    d["intra"] = {"latency_s": o, "bandwidth_Bps": 1e10, "o_send_s": o}
+    cost = PiecewiseLinearCost.from_dict(d)
+    for k in (1, 4):
+        for sh in ("maxmin", RATIO):
+            r = run(intra_pairs(k, W, 1), star(",intra=shared"), mapping=f"block:{2 * k}",
+                    sharing=sh, cost=cost)
+            # (the last byte of the k pairs crosses the node copy resource together)
+            assert r.makespan_s == pytest.approx(W * o + k / 1e10, rel=1e-6)
+
+
+def test_rule_lists_keep_a_rules_own_options():
+    from ccmod.sharing import split_rules
+    assert split_rules("ccmod, ccmod:latency=unshared,capacity=ratio,maxmin") == [
+        "ccmod", "ccmod:latency=unshared,capacity=ratio", "maxmin"]
+    assert split_rules("") == []

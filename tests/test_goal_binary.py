@@ -10,6 +10,7 @@ import pytest
 from ccmod.api import run
 from ccmod.errors import CcmodInputError
 from ccmod.workloads import detect_format, read_workload
+from ccmod.workloads.base import OP_COMPUTE, OP_ISEND, OP_WAIT
 from ccmod.workloads.goal import parse_goal
 from ccmod.workloads.goal_binary import _NODE, MAGIC, MAGIC_INVALID
 from ccmod.workloads.goal_schedule import CALC, RECV, SEND
@@ -23,6 +24,7 @@ def _encode(text_path, out_path, magic=MAGIC):
 
     Written independently of the reader from the layout LogGOPSim's Parser.hpp documents:
     per node the dependents that wait for its end, then those that wait for its start.
+    ``test_encoder_writes_what_txt2bin_writes`` checks it byte for byte against txt2bin.
     """
     nranks, ranks = parse_goal(str(text_path))
     code = {SEND: 1, RECV: 2, CALC: 3}
@@ -75,6 +77,30 @@ def test_binary_form_reads_like_its_text(tmp_path):
     _same(read_workload(text), wb)
     assert wb.meta["goal_form"] == "binary"
     assert run(wb, "star").makespan_s > 0
+
+
+@pytest.mark.parametrize("text,binary", [("binary_tree_32.goal", "binary_tree_32.bin"),
+                                         ("test-nbp2p.g2", "test-nbp2p.bin")])
+def test_txt2bin_output_reads_like_its_text(text, binary):
+    wb = read_workload(DATA / binary)
+    assert detect_format(DATA / binary) == "goal" and wb.meta["goal_form"] == "binary"
+    _same(read_workload(DATA / text), wb)
+
+
+@pytest.mark.parametrize("text,binary", [("binary_tree_32.goal", "binary_tree_32.bin"),
+                                         ("test-nbp2p.g2", "test-nbp2p.bin")])
+def test_encoder_writes_what_txt2bin_writes(tmp_path, text, binary):
+    out = _encode(DATA / text, tmp_path / "enc.bin")
+    assert out.read_bytes() == (DATA / binary).read_bytes()
+
+
+def test_nbp2p_schedule_order():
+    # rank 0: l1 calc; l2 send requires l1; l3 calc irequires l2; l4 calc requires l2, l3
+    w = read_workload(DATA / "test-nbp2p.bin")
+    r0 = w.op[w.rank_ptr[0]:w.rank_ptr[1]].tolist()
+    assert r0 == [OP_COMPUTE, OP_ISEND, OP_COMPUTE, OP_WAIT, OP_COMPUTE]
+    assert w.duration_s[w.rank_ptr[0]:w.rank_ptr[1]][[0, 2, 4]].tolist() == pytest.approx(
+        [1e-9, 2e-9, 3e-9])
 
 
 def test_fixture_round_trips_through_binary(tmp_path):

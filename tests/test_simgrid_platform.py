@@ -76,7 +76,13 @@ def test_floyd_routes_are_shortest_paths_over_route_edges(tmp_path):
 
 @pytest.mark.parametrize("body,needle", [
     ('<zone id="z" routing="Full"><host id="a" speed="1f"/>'
-     '<zoneRoute src="x" dst="y" gw_src="a" gw_dst="a"/></zone>', "not supported"),
+     '<zoneRoute src="x" dst="y" gw_src="a" gw_dst="a"/></zone>', "not a host, router or zone"),
+    ('<zone id="z" routing="Full"><host id="a" speed="1f"/>'
+     '<bypassRoute src="a" dst="a"/></zone>', "not supported"),
+    ('<zone id="z" routing="Vivaldi"><host id="a" speed="1f"/></zone>', "does not read"),
+    ('<zone id="z" routing="Full"><cluster id="c" prefix="n" suffix="" radical="0-3" '
+     'speed="1f" bw="1GBps" lat="1us" topology="TORUS" topo_parameters="2,2"/></zone>',
+     "does not read"),
     ('<zone id="z" routing="Full"><host id="a" speed="1f"/>'
      '<link id="l" bandwidth="fast" latency="1us"/></zone>', "bad bandwidth"),
     ('<zone id="z" routing="Full"><host id="a" speed="1f"/>'

@@ -124,6 +124,12 @@ class TraceAssembler:
         self.meta: dict = {"format": fmt}
         from ccmod.workloads.measured import TracedTime
         self.traced = TracedTime(self.nranks)   # measured window and MPI time (meta)
+        # the MPI call each rank is in: its start time until a message record needs it, then
+        # a [t_start, t_end] list shared by the call's entries (its end is filled in when
+        # the call returns), or a (t_start, t_end) tuple when the reader knows both ends;
+        # made lazily so calls without messages cost nothing
+        self._call: list = [None] * self.nranks
+        self._pairs: list = []                  # matched (src, send entry, recv entry)
 
     # -- bookkeeping --------------------------------------------------------------------
     def file(self, name: str) -> int:
@@ -157,6 +163,7 @@ class TraceAssembler:
         ``name`` (e.g. ``MPI_Init``) lets the measured time keep MPI_Init/MPI_Finalize
         apart, since they are not replayed."""
         self.traced.enter(rank, t_s, name)
+        self._call[rank] = t_s
         last = self.last_exit[rank]
         if last is not None:
             gap = t_s - last
@@ -173,10 +180,30 @@ class TraceAssembler:
     def mpi_leave(self, rank: int, t_s: float) -> None:
         self.traced.leave(rank, t_s)
         self.last_exit[rank] = t_s
+        c = self._call[rank]
+        if isinstance(c, list):
+            c[1] = t_s
+        self._call[rank] = None
+
+    def call_span(self, rank: int, t0_s: float, t1_s: float) -> None:
+        """The MPI call whose records follow runs from ``t0_s`` to ``t1_s`` (for readers
+        that know a call's both ends up front instead of calling mpi_enter/mpi_leave)."""
+        self._call[rank] = (t0_s, t1_s)
+
+    def _window(self, rank, t_s):
+        c = self._call[rank]
+        if c is None:                 # a record outside any call: its own time
+            return (t_s, t_s)
+        if not isinstance(c, (list, tuple)):
+            c = self._call[rank] = [c, c]
+        return c
 
     # -- point to point -----------------------------------------------------------------
     def _p2p(self, rank, op, peer, nbytes, tag, req, line, fid, t_s):
-        e = [_P2P, op, peer, int(nbytes), int(tag), req, line, fid, t_s]
+        # [.., t_s, posting call window, completing call window (known for blocking ops)]
+        win = self._window(rank, t_s)
+        e = [_P2P, op, peer, int(nbytes), int(tag), req, line, fid, t_s, win,
+             win if op in (OP_SEND, OP_RECV) else None]
         self.ops[rank].append(e)
         return e
 
@@ -229,7 +256,9 @@ class TraceAssembler:
         e = act.pop(trace_req)
         if e is None:
             return False
-        self.ops[rank].append([_P2P, OP_WAIT, -1, 0, 0, e[5], line, fid, t_s])
+        win = self._window(rank, t_s)
+        e[10] = win
+        self.ops[rank].append([_P2P, OP_WAIT, -1, 0, 0, e[5], line, fid, t_s, win, win])
         return True
 
     def drop_request(self, rank, trace_req, reason="cancelled_requests") -> None:
@@ -297,7 +326,7 @@ class TraceAssembler:
             for e in self.ops[r]:
                 kind = e[0]
                 if kind == _P2P:
-                    _, op, peer, nbytes, tag, req, line, fid, _t = e
+                    _, op, peer, nbytes, tag, req, line, fid = e[:8]
                     b.add(r, op, peer, nbytes, 0.0, tag, req, line, fid)
                 elif kind == _COMPUTE:
                     b.add(r, 0, -1, 0, e[1], 0, -1, e[2], e[3])
@@ -331,7 +360,20 @@ class TraceAssembler:
         measured = self.traced.summary()
         if measured is not None:
             b.meta["measured"] = measured
-        return b.build()
+        w = b.build()
+        w.message_times = self._message_times()
+        return w
+
+    def _message_times(self):
+        """Measured call times of every matched message (workloads.msgtimes)."""
+        from ccmod.workloads.msgtimes import MessageTimes
+        nan = float("nan")
+        rows = []
+        for src, se, re_ in self._pairs:
+            done = re_[10]
+            rows.append((src, se[2], se[3], se[9][0], re_[9][0],
+                         nan if done is None else done[0], nan if done is None else done[1]))
+        return MessageTimes.from_rows(rows)
 
     @staticmethod
     def _complete(inst: CollInstance) -> bool:
@@ -452,6 +494,7 @@ class TraceAssembler:
                 if re_[3] >= 0 and re_[3] != se[3]:
                     mism += 1
                 re_[3] = se[3]
+                self._pairs.append((ch[0], se, re_))
             for e in ss[len(rr):]:
                 drop.add(id(e))
                 self.stats["unmatched_sends"] += 1

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import os
 import re
-from bisect import bisect_right
 from collections import defaultdict
 
 from ccmod.errors import CcmodInputError
 from ccmod.guard import check_declared_ranks, open_gzip_bounded
 from ccmod.workloads.assembler import COLLECTIVE_KINDS, TraceAssembler
+from ccmod.workloads.paraver_match import (_IRECV, _ISEND, _SENDRECV, _WAIT_ALL, _WAIT_ONE,
+                                           CCMOD_COMPLETES, CCMOD_COMPUTE,
+                                           CCMOD_NATIVE_BARRIER, CCMOD_POSTS, _attach,
+                                           _messages_inside_collectives, exact_seconds)
 from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.base import OP_IRECV, OP_ISEND
 from ccmod.workloads.registry import READERS
@@ -45,11 +48,6 @@ _FALLBACK_NAMES = {1: "MPI_Send", 2: "MPI_Recv", 7: "MPI_Bcast", 8: "MPI_Barrier
 _GLOBAL_OPS = {0: "barrier", 1: "bcast", 2: "gather", 3: "gatherv", 4: "scatter",
                5: "scatterv", 6: "allgather", 7: "allgatherv", 8: "alltoall", 9: "alltoallv",
                10: "reduce", 11: "allreduce", 12: "reduce_scatter"}
-_ISEND = {"isend", "ibsend", "issend", "irsend"}
-_IRECV = {"irecv"}
-_SENDRECV = {"sendrecv", "sendrecv_replace"}
-_WAIT_ALL = {"waitall", "waitsome", "testall", "testsome"}
-_WAIT_ONE = {"wait", "waitany"}
 
 
 def _base(path: str) -> str:
@@ -151,11 +149,13 @@ def parse_header(line: str, source: str):
 
 
 class _Call:
-    __slots__ = ("t0", "t1", "name", "g", "items", "typ")
+    __slots__ = ("t0", "t1", "name", "g", "items", "typ", "posts", "done", "exact")
 
     def __init__(self, t0, name):
         self.t0, self.t1, self.name, self.g, self.items = t0, t0, name, None, []
         self.typ = 0
+        self.posts, self.done = [], []        # ccmod's own record indices (1-based)
+        self.exact = []                       # ccmod's own exact compute before the call
 
     def kind(self):
         nm = self.name[4:].lower() if self.name.startswith("MPI_") else self.name.lower()
@@ -252,6 +252,9 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
     # without converting them to integers
     call_s = {str(t): t for t in call_types}
     glob_s = {str(t): t for t in range(_GSEND, _GCOMM + 1)}
+    own_s = {str(CCMOD_POSTS): "posts", str(CCMOD_COMPLETES): "done",
+             str(CCMOD_COMPUTE): "exact"}
+    native_barrier = own_output = False     # ccmod's own output (private event types)
 
     for raw in f:
         state["n"] += 1
@@ -303,6 +306,11 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
                 elif ts in glob_s:
                     g = g or {}
                     g[glob_s[ts]] = int(x[i + 1])
+                elif ts in own_s and begun is not None:
+                    getattr(begun, own_s[ts]).append(int(x[i + 1]))
+                    own_output = True
+                elif ts == str(CCMOD_NATIVE_BARRIER):
+                    native_barrier = True
             if g is not None and begun is not None:
                 begun.g = g
         elif kind == "3":
@@ -336,6 +344,9 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
         for c in open_call[r].values():   # never closed: zero length at its start
             c.t1 = c.t0
         calls[r].sort(key=lambda c: c.t0)
+    if native_barrier:
+        # ccmod's own output: its barriers were pure synchronisations (OP_BARRIER)
+        collectives = {"barrier": "native", **(collectives or {})}
     asm = TraceAssembler(nranks, "paraver", compute_scale=compute_scale,
                          collectives=collectives)
     fid = asm.file(path)
@@ -359,82 +370,11 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
                  "calls are treated as blocking point-to-point")
     from ccmod.workloads.placement import paraver_placement
     toks = _split_top(header[header.find("):") + 2:].strip())
-    placed = paraver_placement(toks[3:3 + len(ntasks)], _base(path))
+    placed = paraver_placement(toks[3:3 + len(ntasks)], _base(path), numbered=own_output)
     if placed is not None:
         asm.meta["placement"] = placed
     return asm.build(time_unit_s=unit, clock_resolution_s=unit, communication_records=len(crecs),
                      applications=len(ntasks), pcf=have_pcf, collective_messages=coll_mode)
-
-
-def _messages_inside_collectives(calls) -> int:
-    """Number of message ends whose time lies within a collective call of their rank."""
-    n = 0
-    for cl in calls:
-        times = sorted(it[0] for c in cl for it in c.items)
-        if not times:
-            continue
-        for c in cl:
-            if COLLECTIVE_KINDS.get(c.kind()) is not None:
-                n += bisect_right(times, c.t1) - bisect_right(times, c.t0 - 1)
-    return n
-
-
-def _find(calls_r, starts_r, t, prefer_p2p=True):
-    """Innermost call containing time ``t`` (calls of different event types may nest)."""
-    i = bisect_right(starts_r, t) - 1
-    best = None
-    for j in range(i, max(i - 8, -1), -1):
-        c = calls_r[j]
-        if c.t0 <= t <= c.t1:
-            if not prefer_p2p or COLLECTIVE_KINDS.get(c.kind()) is None:
-                return c
-            best = best or c
-    return best
-
-
-def _attach(calls, crecs, grecs, asm):
-    """Attach message sides and 4: records to the MPI calls that contain their times."""
-    starts = [[c.t0 for c in cl] for cl in calls]
-    extra = defaultdict(list)
-    waited = set()
-
-    def call_at(r, t, label):
-        c = _find(calls[r], starts[r], t)
-        if c is None:
-            c = _Call(t, label)
-            extra[r].append(c)
-            asm.count("messages_outside_mpi_calls")
-        return c
-
-    buffered = 0
-    for idx, (rs, lsend, rr, lrecv, precv, size, tag, ln) in enumerate(crecs):
-        sc = call_at(rs, lsend, "MPI_Send")
-        sc.items.append((lsend, "s", rr, size, tag, idx, ln))
-        rc = call_at(rr, lrecv, "MPI_Recv")
-        # a blocking send that returned before its receive was posted: the MPI library
-        # buffered it (eager protocol); the largest such size bounds its eager limit
-        if sc.name in ("MPI_Send", "MPI_Bsend") and sc.t1 < rc.t0 and size > buffered:
-            buffered = size
-        rc.items.append((lrecv, "r", rs, size, tag, idx, ln))
-        name = rc.name[4:].lower()
-        if name in _IRECV:
-            wc = _find(calls[rr], starts[rr], precv)
-            if wc is not None and wc is not rc:
-                wc.items.append((precv, "w", rs, size, tag, idx, ln))
-                waited.add(idx)
-    for r, t, comm, snd, rcv, opid in grecs:
-        c = _find(calls[r], starts[r], t)
-        if c is not None and c.g is None:
-            c.g = {_GSEND: snd, _GRECV: rcv, _GCOMM: comm, "op": opid}
-    for r, cl in extra.items():
-        calls[r].extend(cl)
-        calls[r].sort(key=lambda c: c.t0)
-    if any(extra.values()):
-        asm.note("messages outside any MPI call event were attributed to blocking "
-                 "send/recv at their logical time (messages_outside_mpi_calls)")
-    if buffered:
-        asm.meta["eager_bytes_observed"] = int(buffered)
-    return waited
 
 
 def _running_between(run, k, a, b):
@@ -461,7 +401,13 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
     completed_here = set()
     for c in cl:
         asm.traced.call(r, c.t0 * unit, c.t1 * unit, c.name)
-        if last is not None and c.t0 > last:
+        asm.call_span(r, c.t0 * unit, c.t1 * unit)   # per-message times (msgtimes)
+        if c.exact:
+            # ccmod's own output: the compute records before this call, exactly (not
+            # rounded to the trace's ns)
+            for v in c.exact:
+                asm.compute(r, exact_seconds(v))
+        elif last is not None and c.t0 > last:
             if run is None:
                 gap = c.t0 - last
             else:
@@ -510,6 +456,11 @@ def _emit_rank(asm, r, cl, run, unit, comms, world, fid, waited, from_records):
             for (_t, typ, _p, _s, _tg, idx, ln) in items:
                 if typ == "r" and idx not in waited:
                     asm.complete(r, ("r", idx), line=ln, fid=fid, t_s=t_s)
+        # ccmod's own output names the isends a wait completes
+        for h in [("s", i - 1) for i in c.done if ("s", i - 1) in out_isends]:
+            asm.complete(r, h, fid=fid, t_s=t_s)
+            out_isends.remove(h)
+            completed_here.add(id(c))
         if out_isends and nm in _WAIT_ALL:
             for h in out_isends:
                 asm.complete(r, h, fid=fid, t_s=t_s)

@@ -14,7 +14,7 @@ READERS = Registry("trace format", "ccmod.readers",
                    builtins=("ccmod.workloads.ti", "ccmod.workloads.tabular",
                              "ccmod.workloads.otf2_reader", "ccmod.workloads.dumpi",
                              "ccmod.workloads.paraver", "ccmod.workloads.liballprof",
-                             "ccmod.workloads.goal"),
+                             "ccmod.workloads.goal", "ccmod.workloads.dimemas"),
                    skip_params=("path", "compute_rate", "compute_scale", "collectives"),
                    call="read")
 GENERATORS = Registry("generator", "ccmod.generators",

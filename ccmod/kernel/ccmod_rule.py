@@ -26,11 +26,10 @@ of the kernel's two buffers (``S`` holds offsets into ``I`` and ``F``, see
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
-from ccmod.kernel.compiled import leaf
+from ccmod.kernel.compiled import cc_state, leaf
+from ccmod.kernel.state import CcState
 from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
                                 sort_ids)
 
@@ -38,11 +37,6 @@ INF = np.inf
 # integer scalars (si) and float scalars (sf) of the state
 N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE = range(7)
 
-CcState = namedtuple("CcState", (
-    "free count share v_at t_at peak area busy t_chg "
-    "seg g_len g_item g_pos vfin a_len a_item a_pos a_res altval o_len o_item o_pos bott "
-    "ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
-    "cand_f cand_l done si sf route_ptr route_res emsg"))
 
 
 def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None):
@@ -88,8 +82,9 @@ def _vclock(S, F, r, t):
 
 
 @leaf
-def cc_vclock(S, I, F, r, t):
+def cc_vclock(I, F, r, t):
     """Virtual clock (quiet-seconds served per message) of group r at time t."""
+    S = cc_state(I)
     return _vclock(S, F, r, t)
 
 
@@ -102,8 +97,9 @@ def _mark(I, flag, lst, si, k, r):
 
 
 @leaf
-def cc_set_count(S, I, F, r, t, delta):
+def cc_set_count(I, F, r, t, delta):
     """Change the contention of resource r at time t (integrating its statistics)."""
+    S = cc_state(I)
     F[S.v_at + r] = _vclock(S, F, r, t)
     F[S.t_at + r] = t
     c0 = I[S.count + r]
@@ -148,7 +144,8 @@ def _alt_out(S, I, F, m):
 
 
 @leaf
-def _push_alt(S, I, F, m, b):
+def _push_alt(I, F, m, b):
+    S = cc_state(I)
     alt, _ = _best(S, I, F, m, b)
     _alt_out(S, I, F, m)
     F[S.altval + m] = alt
@@ -182,8 +179,9 @@ def _others_del(S, I, e):
 
 
 @leaf
-def _join(S, I, F, m, r, t, remaining):
+def _join(I, F, m, r, t, remaining):
     """Put m into group r with ``remaining`` quiet-seconds of work."""
+    S = cc_state(I)
     I[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
     iheap_push(I, F, S.g_item, S.g_pos, S.vfin, I[S.seg + r], S.g_len, r, m)
@@ -192,12 +190,13 @@ def _join(S, I, F, m, r, t, remaining):
             _others_del(S, I, e)
         else:
             _others_add(S, I, e)
-    _push_alt(S, I, F, m, r)
+    _push_alt(I, F, m, r)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
 @leaf
-def _move(S, I, F, m, r_new, t):
+def _move(I, F, m, r_new, t):
+    S = cc_state(I)
     old = I[S.bott + m]
     rem = F[S.vfin + m] - _vclock(S, F, old, t)
     iheap_remove(I, F, S.g_item, S.g_pos, S.vfin, I[S.seg + old], S.g_len, old, m)
@@ -205,12 +204,13 @@ def _move(S, I, F, m, r_new, t):
         if I[S.route_res + e] == old:
             _others_add(S, I, e)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
-    _join(S, I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
+    _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
 
 
 @leaf
-def _touch(S, I, F, r, t):
+def _touch(I, F, r, t):
     """Re-schedule the next completion of group r (its rate or head changed)."""
+    S = cc_state(I)
     if I[S.g_len + r] == 0 or F[S.share + r] == INF:
         if I[S.ev_pos + r] >= 0:
             iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
@@ -225,8 +225,9 @@ def _touch(S, I, F, r, t):
 
 
 @leaf
-def cc_flush(S, I, F):
+def cc_flush(I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
+    S = cc_state(I)
     si = S.si
     if I[si + N_NEW] == 0 and I[si + N_DEC] == 0 and I[si + N_INC] == 0:
         if I[si + N_TCH] == 0:
@@ -271,13 +272,13 @@ def cc_flush(S, I, F):
         I[S.cand_f + m2] = 0
         _, b = _best(S, I, F, m2, -1)
         if b != I[S.bott + m2]:
-            _move(S, I, F, m2, b, t)
+            _move(I, F, m2, b, t)
         else:
-            _push_alt(S, I, F, m2, b)
+            _push_alt(I, F, m2, b)
     for i in range(I[si + N_NEW]):
         m = I[S.new_m + i]
         _, b = _best(S, I, F, m, -1)
-        _join(S, I, F, m, b, t, F[S.new_w + i])
+        _join(I, F, m, b, t, F[S.new_w + i])
     I[si + N_NEW] = 0
     nt = I[si + N_TCH]
     sort_ids(I, S.tch_l, nt)
@@ -285,25 +286,27 @@ def cc_flush(S, I, F):
     for i in range(nt):
         r = I[S.tch_l + i]
         I[S.tch_f + r] = 0
-        _touch(S, I, F, r, t)
+        _touch(I, F, r, t)
 
 
 @leaf
-def cc_at(S, I, F, t):
+def cc_at(I, F, t):
     """Changes at a new instant: settle those of the previous one first."""
+    S = cc_state(I)
     if t != F[S.sf]:
-        cc_flush(S, I, F)
+        cc_flush(I, F)
         F[S.sf] = t
 
 
 @leaf
-def cc_start(S, I, F, m, t, work):
+def cc_start(I, F, m, t, work):
     """Message m begins with ``work`` quiet-seconds on its route at time t."""
+    S = cc_state(I)
     if t != F[S.sf]:
-        cc_at(S, I, F, t)
+        cc_at(I, F, t)
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
-        cc_set_count(S, I, F, r, t, 1)
+        cc_set_count(I, F, r, t, 1)
         _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
         _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
     k = I[S.si + N_NEW]
@@ -314,9 +317,10 @@ def cc_start(S, I, F, m, t, work):
 
 
 @leaf
-def cc_set_free(S, I, F, r, t, free):
+def cc_set_free(I, F, r, t, free):
     """Background step: resource r keeps the fraction ``free`` for messages from t on."""
-    cc_at(S, I, F, t)
+    S = cc_state(I)
+    cc_at(I, F, t)
     F[S.v_at + r] = _vclock(S, F, r, t)
     F[S.t_at + r] = t
     old = F[S.share + r]
@@ -331,19 +335,21 @@ def cc_set_free(S, I, F, r, t, free):
 
 
 @leaf
-def cc_next_time(S, I, F):
-    cc_flush(S, I, F)
+def cc_next_time(I, F):
+    S = cc_state(I)
+    cc_flush(I, F)
     if I[S.ev_len] == 0:
         return INF
     return F[S.ev_t + I[S.ev_item]]
 
 
 @leaf
-def cc_pop_due(S, I, F, t, bott_out):
+def cc_pop_due(I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
     (in a deterministic order), their bottleneck to ``I[bott_out + m]``. Returns how
     many; the caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
-    cc_flush(S, I, F)
+    S = cc_state(I)
+    cc_flush(I, F)
     F[S.sf] = t
     nd = 0
     while I[S.ev_len] > 0 and F[S.ev_t + I[S.ev_item]] <= t:
@@ -376,12 +382,13 @@ def cc_pop_due(S, I, F, t, bott_out):
 
 
 @leaf
-def cc_end(S, I, F, m, t):
+def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
+    S = cc_state(I)
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
         _others_del(S, I, e)
-        cc_set_count(S, I, F, r, t, -1)
+        cc_set_count(I, F, r, t, -1)
         _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
         _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
     I[S.si + N_ACTIVE] -= 1

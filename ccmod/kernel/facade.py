@@ -88,23 +88,23 @@ class CcmodSharing(_Facade):
     def start(self, m, t, work, resources, cap=INF):
         from ccmod.kernel.ccmod_rule import cc_start
         k = self._add_route(m, resources)
-        cc_start(self.So, self.I, self.F, k, float(t), float(work))
+        cc_start(self.I, self.F, k, float(t), float(work))
 
     def set_load(self, r, t, load):
         """Background load of resource r becomes ``load`` at time t (an event horizon)."""
         from ccmod.kernel.ccmod_rule import cc_set_free
-        cc_set_free(self.So, self.I, self.F, int(r), float(t), 1.0 - float(load))
+        cc_set_free(self.I, self.F, int(r), float(t), 1.0 - float(load))
 
     def next_time(self) -> float:
         from ccmod.kernel.ccmod_rule import cc_next_time
-        return float(cc_next_time(self.So, self.I, self.F))
+        return float(cc_next_time(self.I, self.F))
 
     def pop_due(self, t):
         from ccmod.kernel.ccmod_rule import cc_end, cc_flush, cc_pop_due
-        nd = cc_pop_due(self.So, self.I, self.F, float(t), self._Bo.bott)
+        nd = cc_pop_due(self.I, self.F, float(t), self._Bo.bott)
         for k in self.S.done[:nd]:
-            cc_end(self.So, self.I, self.F, int(k), float(t))
-        cc_flush(self.So, self.I, self.F)
+            cc_end(self.I, self.F, int(k), float(t))
+        cc_flush(self.I, self.F)
         return self._done(nd)
 
 
@@ -123,20 +123,20 @@ class MaxMinSharing(_Facade):
     def start(self, m, t, work, resources, cap=INF):
         from ccmod.kernel.maxmin import mm_start
         k = self._add_route(m, resources)
-        mm_start(self.So, self.I, self.F, k, float(t), float(work), float(cap))
+        mm_start(self.I, self.F, k, float(t), float(work), float(cap))
 
     def next_time(self) -> float:
         from ccmod.kernel.maxmin import mm_next_time
-        return float(mm_next_time(self.So, self.I, self.F))
+        return float(mm_next_time(self.I, self.F))
 
     def pop_due(self, t):
         from ccmod.kernel.maxmin import mm_end, mm_pop_due
-        nd = mm_pop_due(self.So, self.I, self.F, float(t), self._Bo.bott)
+        nd = mm_pop_due(self.I, self.F, float(t), self._Bo.bott)
         for k in self.S.done[:nd]:
-            mm_end(self.So, self.I, self.F, int(k), float(t))
+            mm_end(self.I, self.F, int(k), float(t))
         return self._done(nd)
 
     def set_load(self, r, t, load):
         """Background load of resource r becomes ``load`` at time t (an event horizon)."""
         from ccmod.kernel.maxmin import mm_set_free
-        mm_set_free(self.So, self.I, self.F, int(r), float(t), 1.0 - float(load))
+        mm_set_free(self.I, self.F, int(r), float(t), 1.0 - float(load))

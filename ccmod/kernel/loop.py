@@ -19,8 +19,8 @@ Active messages (LoPC): a request runs a handler on its target as soon as the ta
 processor is free of earlier handlers, interrupting compute; the reply's handler runs on
 the requester, which resumes after it.
 
-The program may be a window of each rank's records (streaming, :mod:`ccmod.stream`): a
-rank about to read past ``rank_end[r]`` while ``more[r]`` says its trace goes on is
+The program may be a window of each rank's records (streaming, :mod:`ccmod.kernel.window`):
+a rank about to read past ``rank_end[r]`` while ``more[r]`` says its trace goes on is
 *starved*: the loop records it (``K_STARVED``) and returns at once, mid-horizon; the
 caller refills that rank's window and calls again, and the loop resumes exactly where it
 stopped (the starved rank's interpretation, then the ready queue, then the horizons), so a
@@ -37,7 +37,8 @@ from numba import njit
 
 from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
                                      cc_set_free, cc_start)
-from ccmod.kernel.compiled import borrow, leaf
+from ccmod.kernel.compiled import (borrow, bg_steps, cc_state, leaf, mm_state, msg_in,
+                                   msg_st, rank_st, scalars, timers)
 from ccmod.kernel.heaps import timer_pop, timer_set
 from ccmod.kernel.state import Program
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
@@ -62,7 +63,9 @@ def _sig(C, L, t, code, a, b, c, d, f):
 
 
 @leaf
-def _timer(T, K, I, F, slot, kind, t):
+def _timer(I, F, slot, kind, t):
+    T = timers(I)
+    K = scalars(I)
     seq = I[K.ks + K_SEQ] + 1
     I[K.ks + K_SEQ] = seq
     I[T.kind + slot] = kind
@@ -70,7 +73,9 @@ def _timer(T, K, I, F, slot, kind, t):
 
 
 @leaf
-def _ready(R, K, I, r):
+def _ready(I, r):
+    R = rank_st(I)
+    K = scalars(I)
     cap = R.nready
     tl = I[K.ks + K_RTAIL]
     if tl - I[K.ks + K_RHEAD] >= cap:
@@ -80,7 +85,8 @@ def _ready(R, K, I, r):
 
 
 @njit(cache=True)
-def _interval(C, R, L, F, r, state, t0, t1):
+def _interval(C, L, I, F, r, state, t0, t1):
+    R = rank_st(I)
     # handler time run inside the interval is counted in handler_s, not in the state
     F[R.state_s + r * NSTATES + state] += t1 - t0 - F[R.h_inside + r]
     F[R.h_inside + r] = 0.0
@@ -89,68 +95,82 @@ def _interval(C, R, L, F, r, state, t0, t1):
 
 
 @njit(cache=True)
-def _block(C, R, L, I, F, r, state, t):
+def _block(C, L, I, F, r, state, t):
+    R = rank_st(I)
     I[R.block_state + r] = state
     F[R.t_block + r] = t
     _sig(C, L, t, SG_UPPR_PROC, r, state, 0, 0, 0.0)
 
 
 @leaf
-def _busy(n, R, T, K, I, F, r, t):
+def _busy(I, F, r, t):
     """Delay a rank that would resume while its processor runs handlers."""
+    R = rank_st(I)
+    n = R.nranks
     if F[R.hfree + r] > t:
-        _timer(T, K, I, F, n + r, EV_RESUME, F[R.hfree + r])
+        _timer(I, F, n + r, EV_RESUME, F[R.hfree + r])
         return True
     return False
 
 
 @njit(cache=True)
-def _log_route(M, L, I, m, t, count):
+def _log_route(L, I, m, t, count):
+    M = msg_in(I)
     for e in range(I[M.route_ptr + m], I[M.route_ptr + m + 1]):
         r = I[M.route_res + e]
         L.load.append((t, r, I[count + r]))
 
 
 @njit(cache=True)
-def _share_start(C, M, L, CS, MS, I, F, m, t, work):
+def _share_start(C, L, I, F, m, t, work):
+    M = msg_in(I)
     _sig(C, L, t, SG_MSGSTART, m, 0, 0, 0, 0.0)
     if C.sharing == 0:
-        cc_start(CS, I, F, m, t, work)
+        cc_start(I, F, m, t, work)
         if C.record:
-            _log_route(M, L, I, m, t, CS.count)
+            _log_route(L, I, m, t, cc_state(I).count)
     else:
-        mm_start(MS, I, F, m, t, work, F[M.flow_cap + m])
+        mm_start(I, F, m, t, work, F[M.flow_cap + m])
         if C.record:
-            _log_route(M, L, I, m, t, MS.count)
+            _log_route(L, I, m, t, mm_state(I).count)
 
 
 @njit(cache=True)
-def _start(C, n, M, G, T, K, L, CS, MS, I, F, m, t, gap):
+def _start(C, L, I, F, m, t, gap):
     """Both sides allow the transfer: inject now, or (``gap``) when the node's NIC gap
     allows (then this is called again at that time with ``gap`` False)."""
+    M = msg_in(I)
+    G = msg_st(I)
+    n = rank_st(I).nranks
     has_route = I[M.route_ptr + m] < I[M.route_ptr + m + 1]
-    if gap and C.gap and not I[M.unshared + m] and has_route:
-        nd = I[M.node_of_rank + I[M.src + m]]
+    nd = I[M.node_of_rank + I[M.src + m]]
+    # the NIC gap spaces injections into the network: a message inside a node (on the
+    # node's copy resource, intra=shared) does not go through the NIC
+    if (gap and C.gap and not I[M.unshared + m] and has_route
+            and nd != I[M.node_of_rank + I[M.dst + m]]):
         t0 = max(t, F[G.nic_next + nd])
         F[G.nic_next + nd] = t0 + F[M.gap_s + nd]
         if t0 > t:
-            _timer(T, K, I, F, 2 * n + m, EV_START, t0)
+            _timer(I, F, 2 * n + m, EV_START, t0)
             return
     # the transfer of m begins (injection)
     F[G.t_start + m] = t
     q = F[M.quiet + m]
     _sig(C, L, t, SG_COMMCOST, m, 0, 0, 0, q)
     if I[M.unshared + m] or q <= 0.0 or not has_route:
-        _timer(T, K, I, F, 2 * n + m, EV_MSG_END, t + q)
+        _timer(I, F, 2 * n + m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
-        _share_start(C, M, L, CS, MS, I, F, m, t, q)
+        _share_start(C, L, I, F, m, t, q)
     else:
-        _timer(T, K, I, F, 2 * n + m, EV_LAT_END, t + F[M.latency + m])
+        _timer(I, F, 2 * n + m, EV_LAT_END, t + F[M.latency + m])
 
 
 @leaf
-def _am_arrived(n, M, R, T, K, I, F, m, t):
+def _am_arrived(I, F, m, t):
     """Message m (a request or a reply) reached its destination: run its handler."""
+    M = msg_in(I)
+    R = rank_st(I)
+    n = R.nranks
     d = I[M.dst + m]
     h = F[M.handler_s + m]
     start = max(t, F[R.hfree + d])
@@ -160,36 +180,42 @@ def _am_arrived(n, M, R, T, K, I, F, m, t):
     if I[R.block_state + d] == RS_COMPUTING and F[R.comp_end + d] > t:
         # preemptive handler: the compute in progress finishes h later
         F[R.comp_end + d] += h
-        _timer(T, K, I, F, d, EV_COMPUTE, F[R.comp_end + d])
+        _timer(I, F, d, EV_COMPUTE, F[R.comp_end + d])
         F[R.h_inside + d] += h
     elif I[R.block_state + d] >= 0:
         F[R.h_inside + d] += h      # a blocked rank resumes only after its handlers
-    _timer(T, K, I, F, 2 * n + M.nmsg + m, EV_HANDLER_END, end)
+    _timer(I, F, 2 * n + M.nmsg + m, EV_HANDLER_END, end)
 
 
 @njit(cache=True)
-def _done(C, n, M, R, G, T, K, L, I, F, m, t):
+def _done(C, L, I, F, m, t):
+    M = msg_in(I)
+    R = rank_st(I)
+    G = msg_st(I)
     F[G.t_end + m] = t
     _sig(C, L, t, SG_MSGEND, m, 0, 0, 0, 0.0)
     if I[M.kind + m]:
-        _am_arrived(n, M, R, T, K, I, F, m, t)
+        _am_arrived(I, F, m, t)
         return
     r = I[G.send_waiter + m]
     if r >= 0:
         I[R.pending + r] -= 1
         if I[R.pending + r] == 0:
-            _ready(R, K, I, r)
+            _ready(I, r)
     if F[G.t_post_recv + m] < INF:
         r = I[G.recv_waiter + m]
         if r >= 0:
             I[R.pending + r] -= 1
             if I[R.pending + r] == 0:
-                _ready(R, K, I, r)
+                _ready(I, r)
 
 
 @leaf
-def _wait_on(C, M, R, G, I, F, r, m, side):
+def _wait_on(C, I, F, r, m, side):
     """Make rank r wait for one side of message m; return True if it must block."""
+    M = msg_in(I)
+    R = rank_st(I)
+    G = msg_st(I)
     if side == 0:
         if C.detached or F[G.t_end + m] < INF:
             return False
@@ -204,18 +230,23 @@ def _wait_on(C, M, R, G, I, F, r, m, side):
 
 
 @leaf
-def _busy_for(R, T, K, I, F, r, t, d, state):
+def _busy_for(I, F, r, t, d, state):
     """Rank r runs compute or overhead for d seconds from t."""
+    R = rank_st(I)
     F[R.comp_start + r] = t
     F[R.comp_end + r] = t + d
     I[R.comp_state + r] = state
-    _timer(T, K, I, F, r, EV_COMPUTE, t + d)
+    _timer(I, F, r, EV_COMPUTE, t + d)
     I[R.block_state + r] = RS_COMPUTING
 
 
 @njit(cache=True)
-def _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, r, t):
+def _advance(C, P, L, I, F, r, t):
     """Interpret rank r's records from its program counter until it blocks."""
+    M = msg_in(I)
+    R = rank_st(I)
+    G = msg_st(I)
+    K = scalars(I)
     n = P.nranks
     pc = I[R.pc + r]
     end = P.rank_end[r]
@@ -224,7 +255,7 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, r, t):
         if F[R.ovh_due + r] > 0.0:         # receive overheads of the op just completed
             d = F[R.ovh_due + r]
             F[R.ovh_due + r] = 0.0
-            _busy_for(R, T, K, I, F, r, t, d, STATE_OVERHEAD)
+            _busy_for(I, F, r, t, d, STATE_OVERHEAD)
             break
         if pc >= end:
             break
@@ -233,55 +264,55 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, r, t):
             d = P.dur[pc]
             pc += 1
             if d > 0.0:
-                _busy_for(R, T, K, I, F, r, t, d, STATE_COMPUTE)
+                _busy_for(I, F, r, t, d, STATE_COMPUTE)
                 break
         elif o == OP_SEND or o == OP_ISEND:
             m = P.rec_msg[pc]
             if F[M.o_send + m] > 0.0 and I[R.paid_pc + r] != pc:
                 I[R.paid_pc + r] = pc       # the CPU overhead comes before the post
-                _busy_for(R, T, K, I, F, r, t, F[M.o_send + m], STATE_OVERHEAD)
+                _busy_for(I, F, r, t, F[M.o_send + m], STATE_OVERHEAD)
                 break
             F[G.t_post_send + m] = t
             _sig(C, L, t, SG_NEWSCOM, m, I[M.src + m], I[M.dst + m], I[M.nbytes + m], 0.0)
             if I[M.eager + m] or F[G.t_post_recv + m] < INF:
-                _start(C, n, M, G, T, K, L, CS, MS, I, F, m, t, True)
+                _start(C, L, I, F, m, t, True)
             pc += 1
-            if o == OP_SEND and _wait_on(C, M, R, G, I, F, r, m, 0):
-                _block(C, R, L, I, F, r, STATE_SEND, t)
+            if o == OP_SEND and _wait_on(C, I, F, r, m, 0):
+                _block(C, L, I, F, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
             m = P.rec_msg[pc]
             F[G.t_post_recv + m] = t
             if not I[M.eager + m] and F[G.t_post_send + m] < INF:
-                _start(C, n, M, G, T, K, L, CS, MS, I, F, m, t, True)
+                _start(C, L, I, F, m, t, True)
             pc += 1
-            if o == OP_RECV and _wait_on(C, M, R, G, I, F, r, m, 1):
-                _block(C, R, L, I, F, r, STATE_RECV, t)
+            if o == OP_RECV and _wait_on(C, I, F, r, m, 1):
+                _block(C, L, I, F, r, STATE_RECV, t)
                 break
         elif o == OP_WAIT:
             m = P.wait_msg[pc]
             side = P.wait_side[pc]
             pc += 1
-            if _wait_on(C, M, R, G, I, F, r, m, side):
-                _block(C, R, L, I, F, r, STATE_WAIT, t)
+            if _wait_on(C, I, F, r, m, side):
+                _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_WAITALL:
             k = P.wait_msg[pc]
             pc += 1
             for j in range(P.wa_ptr[k], P.wa_ptr[k + 1]):
-                _wait_on(C, M, R, G, I, F, r, P.wa_msg[j], P.wa_side[j])
+                _wait_on(C, I, F, r, P.wa_msg[j], P.wa_side[j])
             if I[R.pending + r] > 0:
-                _block(C, R, L, I, F, r, STATE_WAIT, t)
+                _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_AMREQUEST:
             m = P.rec_msg[pc]
             pc += 1
             F[G.t_post_send + m] = t
             F[G.t_post_recv + m] = t
-            _start(C, n, M, G, T, K, L, CS, MS, I, F, m, t, True)
+            _start(C, L, I, F, m, t, True)
             I[G.am_waiter + m] = r
             I[R.pending + r] += 1
-            _block(C, R, L, I, F, r, STATE_WAIT, t)
+            _block(C, L, I, F, r, STATE_WAIT, t)
             break
         elif o == OP_BARRIER:
             pc += 1
@@ -292,11 +323,11 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, r, t):
             if nb == n:
                 for i in range(nb):
                     if I[R.barrier + i] != r:
-                        _ready(R, K, I, I[R.barrier + i])
+                        _ready(I, I[R.barrier + i])
                 I[K.ks + K_NBAR] = 0
             else:
                 I[R.pending + r] = 1
-                _block(C, R, L, I, F, r, STATE_BARRIER, t)
+                _block(C, L, I, F, r, STATE_BARRIER, t)
                 break
     I[K.ks + K_RECORDS] += pc - start_pc
     I[R.pc + r] = pc
@@ -312,58 +343,64 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, r, t):
 
 
 @njit(cache=True)
-def _unblock(C, n, R, T, K, L, I, F, r, t):
+def _unblock(C, L, I, F, r, t):
     """Rank r is released at t: close its blocked interval; False if handlers delay it.
     The caller then calls :func:`_advance`."""
-    if F[R.hfree + r] > t and _busy(n, R, T, K, I, F, r, t):
+    R = rank_st(I)
+    if F[R.hfree + r] > t and _busy(I, F, r, t):
         return False
     s = I[R.block_state + r]
     if s >= 0:
-        _interval(C, R, L, F, r, s, F[R.t_block + r], t)
+        _interval(C, L, I, F, r, s, F[R.t_block + r], t)
     I[R.pending + r] = 0
     I[R.block_state + r] = RS_RUNNABLE
     return True
 
 
 @njit(cache=True)
-def _drain(C, P, M, R, G, T, K, L, CS, MS, I, F, t):
+def _drain(C, P, L, I, F, t):
+    R = rank_st(I)
+    K = scalars(I)
     cap = R.nready
     while I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
         h = I[K.ks + K_RHEAD]
         r = I[R.ready + h % cap]
         I[K.ks + K_RHEAD] = h + 1
-        if _unblock(C, P.nranks, R, T, K, L, I, F, r, t):
-            _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, r, t)
+        if _unblock(C, L, I, F, r, t):
+            _advance(C, P, L, I, F, r, t)
             if I[K.ks + K_STARVED] != 0:
                 return                 # resumed by run_loop after the refill
 
 
 @njit(cache=True)
-def _shared_due(C, n, M, R, G, T, K, L, CS, MS, I, F, t):
+def _shared_due(C, L, I, F, t):
     """Messages finishing under the sharing rule at t."""
+    G = msg_st(I)
     if C.sharing == 0:
-        nd = cc_pop_due(CS, I, F, t, G.bott)
+        CS = cc_state(I)
+        nd = cc_pop_due(I, F, t, G.bott)
         for i in range(nd):
             m = I[CS.done + i]
-            cc_end(CS, I, F, m, t)
+            cc_end(I, F, m, t)
             if C.record:
-                _log_route(M, L, I, m, t, CS.count)
-        cc_flush(CS, I, F)
+                _log_route(L, I, m, t, CS.count)
+        cc_flush(I, F)
         done = CS.done
     else:
-        nd = mm_pop_due(MS, I, F, t, G.bott)
+        MS = mm_state(I)
+        nd = mm_pop_due(I, F, t, G.bott)
         for i in range(nd):
             m = I[MS.done + i]
-            mm_end(MS, I, F, m, t)
+            mm_end(I, F, m, t)
             if C.record:
-                _log_route(M, L, I, m, t, MS.count)
+                _log_route(L, I, m, t, MS.count)
         done = MS.done
     for i in range(nd):
-        _done(C, n, M, R, G, T, K, L, I, F, I[done + i], t)
+        _done(C, L, I, F, I[done + i], t)
 
 
 @njit(cache=True)
-def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG, I, F):
+def run_loop(C, P, L, I, F):
     """Evaluate (or continue evaluating) until done or ``C.max_events`` horizons passed.
 
     Returns True when every event was processed; False when ``C.max_events`` horizons
@@ -376,6 +413,9 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG, I, F):
     P = Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur), borrow(P.rec_msg),
                 borrow(P.wait_msg), borrow(P.wait_side), borrow(P.wa_ptr), borrow(P.wa_msg),
                 borrow(P.wa_side), borrow(P.rank_end), borrow(P.more))
+    M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
+    K, BG = scalars(I), bg_steps(I)
+    CS, MS = cc_state(I), mm_state(I)
     n = P.nranks
     t = F[K.kf]
     if I[K.ks + K_STARVED] != 0:
@@ -383,7 +423,7 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG, I, F):
         # exactly as the interrupted horizon would have
         r = I[K.ks + K_STARVED] - 1
         I[K.ks + K_STARVED] = 0
-        _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, r, t)
+        _advance(C, P, L, I, F, r, t)
         if I[K.ks + K_STARVED] != 0:
             return False
     if I[K.ks + K_STARTED] == 0:
@@ -393,11 +433,11 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG, I, F):
         r = I[K.ks + K_INIT]
         I[K.ks + K_INIT] = r + 1
         _sig(C, L, 0.0, SG_NEWPROC, r, 0, 0, 0, 0.0)
-        _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, r, 0.0)
+        _advance(C, P, L, I, F, r, 0.0)
         if I[K.ks + K_STARVED] != 0:
             return False
     if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
-        _drain(C, P, M, R, G, T, K, L, CS, MS, I, F, t)
+        _drain(C, P, L, I, F, t)
         if I[K.ks + K_STARVED] != 0:
             return False
     nbg = BG.n
@@ -409,11 +449,11 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG, I, F):
             si = CS.si
             if (I[si + N_NEW] != 0 or I[si + N_DEC] != 0 or I[si + N_INC] != 0
                     or I[si + N_TCH] != 0):
-                cc_flush(CS, I, F)
+                cc_flush(I, F)
             tk = F[CS.ev_t + I[CS.ev_item]] if I[CS.ev_len] > 0 else INF
         else:
             if I[MS.si + N_DIRTY] != 0:
-                mm_solve(MS, I, F)
+                mm_solve(I, F)
             tk = F[MS.tfin + I[MS.f_item]] if I[MS.si + F_LEN] > 0 else INF
         th = F[T.t + I[T.item]] if I[T.len] > 0 else INF
         kb = I[K.ks + K_BG]
@@ -429,18 +469,18 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG, I, F):
             # background steps change bandwidth availability from t on: all steps at t
             while kb < nbg and F[BG.t + kb] == t:
                 if C.sharing == 0:
-                    cc_set_free(CS, I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
+                    cc_set_free(I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
                 else:
-                    mm_set_free(MS, I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
+                    mm_set_free(I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
                 kb += 1
             I[K.ks + K_BG] = kb
         elif tk <= th:
-            _shared_due(C, n, M, R, G, T, K, L, CS, MS, I, F, t)
+            _shared_due(C, L, I, F, t)
         else:
             x = timer_pop(I, F, T.item, T.pos, T.t, T.seq, T.len)
             kind = I[T.kind + x]
             if kind == EV_COMPUTE:
-                _interval(C, R, L, F, x, I[R.comp_state + x], F[R.comp_start + x], t)
+                _interval(C, L, I, F, x, I[R.comp_state + x], F[R.comp_start + x], t)
                 I[R.block_state + x] = RS_RUNNABLE
                 pc = I[R.pc + x]
                 if (F[R.hfree + x] <= t and F[R.ovh_due + x] <= 0.0
@@ -449,39 +489,39 @@ def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG, I, F):
                     # compute after compute, as _advance would do it, without the call
                     I[R.pc + x] = pc + 1
                     I[K.ks + K_RECORDS] += 1
-                    _busy_for(R, T, K, I, F, x, t, P.dur[pc], STATE_COMPUTE)
-                elif F[R.hfree + x] <= t or not _busy(n, R, T, K, I, F, x, t):
-                    _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, x, t)
+                    _busy_for(I, F, x, t, P.dur[pc], STATE_COMPUTE)
+                elif F[R.hfree + x] <= t or not _busy(I, F, x, t):
+                    _advance(C, P, L, I, F, x, t)
             elif kind == EV_MSG_END:
-                _done(C, n, M, R, G, T, K, L, I, F, x - 2 * n, t)
+                _done(C, L, I, F, x - 2 * n, t)
             elif kind == EV_LAT_END:
                 m = x - 2 * n
                 if C.sharing == 0:
                     work = F[M.quiet + m] - F[M.latency + m]
                 else:
                     work = float(I[M.nbytes + m])
-                _share_start(C, M, L, CS, MS, I, F, m, t, work)
+                _share_start(C, L, I, F, m, t, work)
             elif kind == EV_START:
-                _start(C, n, M, G, T, K, L, CS, MS, I, F, x - 2 * n, t, False)
+                _start(C, L, I, F, x - 2 * n, t, False)
             elif kind == EV_HANDLER_END:
                 m = x - 2 * n - M.nmsg
                 if I[M.kind + m] == 1:       # request handled: the server replies now
                     F[G.t_post_send + m + 1] = t
                     F[G.t_post_recv + m + 1] = t
-                    _start(C, n, M, G, T, K, L, CS, MS, I, F, m + 1, t, True)
+                    _start(C, L, I, F, m + 1, t, True)
                 else:                    # reply handled: the requester goes on
                     r = I[G.am_waiter + m - 1]
                     I[R.pending + r] -= 1
                     if I[R.pending + r] == 0:
-                        _ready(R, K, I, r)
+                        _ready(I, r)
             elif kind == EV_RESUME:
-                if _unblock(C, n, R, T, K, L, I, F, x - n, t):
-                    _advance(C, P, M, R, G, T, K, L, CS, MS, I, F, x - n, t)
+                if _unblock(C, L, I, F, x - n, t):
+                    _advance(C, P, L, I, F, x - n, t)
             if I[K.ks + K_STARVED] != 0:
                 F[K.kf] = t
                 return False
         if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
-            _drain(C, P, M, R, G, T, K, L, CS, MS, I, F, t)
+            _drain(C, P, L, I, F, t)
             if I[K.ks + K_STARVED] != 0:
                 F[K.kf] = t
                 return False

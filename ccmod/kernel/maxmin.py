@@ -13,21 +13,16 @@ kernel's two buffers (``S`` holds offsets into ``I`` and ``F``, see
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
-from ccmod.kernel.compiled import leaf
+from ccmod.kernel.compiled import mm_state, leaf
+from ccmod.kernel.state import MmState
 from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
                                 sort_ids)
 
 INF = np.inf
 N_DIRTY, N_ACTIVE, F_LEN = range(3)
 
-MmState = namedtuple("MmState", (
-    "cap_full cap count peak area busy t_chg seg r_len r_item e_pos "
-    "active rem rate t_upd fcap bott tfin f_item f_pos d_flag d_list r_seen rl f_seen fl "
-    "cap_left users frozen done si sf route_ptr route_res emsg"))
 
 
 def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=None,
@@ -80,8 +75,9 @@ def _mark_dirty(S, I, F, r, t):
 
 
 @leaf
-def mm_count(S, I, F, r, t, delta):
+def mm_count(I, F, r, t, delta):
     """Change the number of flows on resource r at t (integrating its statistics)."""
+    S = mm_state(I)
     c0 = I[S.count + r]
     if c0:
         dt = t - F[S.t_chg + r]
@@ -96,15 +92,16 @@ def mm_count(S, I, F, r, t, delta):
 
 
 @leaf
-def mm_start(S, I, F, m, t, work, fcap):
+def mm_start(I, F, m, t, work, fcap):
     """Flow m starts at t with ``work`` bytes (rate cap ``fcap``, inf = none)."""
+    S = mm_state(I)
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
         n = I[S.r_len + r]
         I[S.r_item + I[S.seg + r] + n] = e
         I[S.e_pos + e] = n
         I[S.r_len + r] = n + 1
-        mm_count(S, I, F, r, t, 1)
+        mm_count(I, F, r, t, 1)
         _mark_dirty(S, I, F, r, t)
     I[S.active + m] = 1
     F[S.rem + m] = work
@@ -115,8 +112,9 @@ def mm_start(S, I, F, m, t, work, fcap):
 
 
 @leaf
-def mm_end(S, I, F, m, t):
+def mm_end(I, F, m, t):
     """Flow m leaves (after :func:`mm_pop_due`)."""
+    S = mm_state(I)
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
         i = I[S.e_pos + e]
@@ -127,23 +125,25 @@ def mm_end(S, I, F, m, t):
         I[S.e_pos + last] = i
         I[S.r_len + r] = n
         I[S.e_pos + e] = -1
-        mm_count(S, I, F, r, t, -1)
+        mm_count(I, F, r, t, -1)
         _mark_dirty(S, I, F, r, t)
     I[S.active + m] = 0
     I[S.si + N_ACTIVE] -= 1
 
 
 @leaf
-def mm_set_free(S, I, F, r, t, free):
+def mm_set_free(I, F, r, t, free):
     """Background step: resource r keeps ``free`` of its capacity from t on."""
-    mm_solve(S, I, F)          # rates so far hold until t
+    S = mm_state(I)
+    mm_solve(I, F)          # rates so far hold until t
     F[S.cap + r] = F[S.cap_full + r] * free
     _mark_dirty(S, I, F, r, t)
 
 
 @leaf
-def mm_solve(S, I, F):
+def mm_solve(I, F):
     """Re-solve the flows connected to the dirty resources (progressive filling)."""
+    S = mm_state(I)
     nd = I[S.si + N_DIRTY]
     if nd == 0:
         return
@@ -258,19 +258,21 @@ def mm_solve(S, I, F):
 
 
 @leaf
-def mm_next_time(S, I, F):
-    mm_solve(S, I, F)
+def mm_next_time(I, F):
+    S = mm_state(I)
+    mm_solve(I, F)
     if I[S.si + F_LEN] == 0:
         return INF
     return F[S.tfin + I[S.f_item]]
 
 
 @leaf
-def mm_pop_due(S, I, F, t, bott_out):
+def mm_pop_due(I, F, t, bott_out):
     """Flows due at t (within rounding) go to ``S.done`` sorted by id, their bottleneck
     to ``I[bott_out + f]``; returns how many. The caller then calls :func:`mm_end` for
     each."""
-    mm_solve(S, I, F)
+    S = mm_state(I)
+    mm_solve(I, F)
     nd = 0
     if I[S.si + F_LEN] == 0:
         return 0

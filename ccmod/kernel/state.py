@@ -10,7 +10,7 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
 ``Config``  scalars: sharing (0 ccmod, 1 maxmin), flags.
 ``Program`` the ranks' records (CSR by rank) with waits resolved to messages (arrays: the
             input, not copied). Rank r runs ``[pc, rank_end[r])``; ``more[r]`` != 0 says
-            its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.stream`):
+            its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.kernel.window`):
             the loop then pauses there instead of finishing the rank. A whole program has
             ``rank_end = rank_ptr[1:]`` and ``more`` all 0 (:func:`whole_program`).
 ``MsgIn``   per-message inputs (compile time) and per-node NIC gap.
@@ -35,7 +35,7 @@ Program = namedtuple("Program", "nranks rank_ptr op dur rec_msg wait_msg wait_si
                                 "wa_msg wa_side rank_end more")
 MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv unshared kind "
                             "handler_s flow_cap eager route_ptr route_res node_of_rank gap_s")
-RankSt = namedtuple("RankSt", "nready pc pending block_state t_block finish comp_end "
+RankSt = namedtuple("RankSt", "nranks nready pc pending block_state t_block finish comp_end "
                               "comp_start comp_state hfree handler_tot h_inside paid_pc "
                               "ovh_due state_s barrier ready")
 MsgSt = namedtuple("MsgSt", "t_post_send t_post_recv t_start t_end send_waiter recv_waiter "
@@ -44,6 +44,27 @@ Timers = namedtuple("Timers", "item pos t seq kind len")
 Scalars = namedtuple("Scalars", "ks kf")
 Logs = namedtuple("Logs", "states load sig")
 BgSteps = namedtuple("BgSteps", "n t res load")
+#: the sharing rules' state (:mod:`ccmod.kernel.ccmod_rule`, :mod:`ccmod.kernel.maxmin`)
+CcState = namedtuple("CcState", (
+    "free count share v_at t_at peak area busy t_chg "
+    "seg g_len g_item g_pos vfin a_len a_item a_pos a_res altval o_len o_item o_pos bott "
+    "ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
+    "cand_f cand_l done si sf route_ptr route_res emsg"))
+MmState = namedtuple("MmState", (
+    "cap_full cap count peak area busy t_chg seg r_len r_item e_pos "
+    "active rem rate t_upd fcap bott tfin f_item f_pos d_flag d_list r_seen rl f_seen fl "
+    "cap_left users frozen done si sf route_ptr route_res emsg"))
+
+#: The offsets (and sizes) of every group are also written at the head of ``I``, each
+#: group at a fixed place: a compiled function reads the few it needs from there
+#: (:mod:`ccmod.kernel.compiled`) instead of being passed hundreds of words of offsets.
+HEADER = (MsgIn, RankSt, MsgSt, Timers, Scalars, BgSteps, CcState, MmState)
+H_BASE = {}
+_h = 0
+for _cls in HEADER:
+    H_BASE[_cls] = _h
+    _h += len(_cls._fields)
+H_LEN = _h
 
 
 class Arena:
@@ -55,7 +76,7 @@ class Arena:
     """
 
     def __init__(self):
-        self.size = {"i": 0, "f": 0}
+        self.size = {"i": H_LEN, "f": 0}
         self.inits = []
         self.spec = {}
 
@@ -80,6 +101,8 @@ class Arena:
             vals.append(int(off))
             spec[name] = (kind, int(off), int(n), shape)
         self.spec[cls] = spec
+        if cls in H_BASE:
+            self.inits.append(("i", H_BASE[cls], len(vals), np.asarray(vals, np.int64)))
         return cls(*vals)
 
     def where(self, cls, name):
@@ -121,7 +144,8 @@ def new_logs():
 def rank_state(A, rank_ptr, nstates):
     n = len(rank_ptr) - 1
     return A.struct(
-        RankSt, nready=("v", 2 * n + 4), pc=("i", n, np.asarray(rank_ptr[:-1], np.int64)),
+        RankSt, nranks=("v", n), nready=("v", 2 * n + 4),
+        pc=("i", n, np.asarray(rank_ptr[:-1], np.int64)),
         pending=("i", n, 0), block_state=("i", n, -1), t_block=("f", n, 0.0),
         finish=("f", n, INF), comp_end=("f", n, INF), comp_start=("f", n, 0.0),
         comp_state=("i", n, 0), hfree=("f", n, 0.0), handler_tot=("f", n, 0.0),
