@@ -18,7 +18,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -29,20 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def peak_rss_bytes() -> int:
-    """This process's peak RSS. Linux's VmHWM, which (unlike ``ru_maxrss``) does not
-    inherit the parent's peak across ``exec``; ``ru_maxrss`` elsewhere."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def _child(path: str, way: str) -> None:
     import numpy as np
+    sys.path.insert(0, str(ROOT))
+    from bench.bench_engine import peak_rss_bytes
     from ccmod.workloads import read_workload, ti_fast
     if way == "line":
         ti_fast.FAST_MIN_BYTES = 1 << 62

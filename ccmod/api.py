@@ -57,7 +57,8 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 
 
 def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), out_dir=None,
-        record: bool | None = None, progress=None, bounds: bool = False, **option_values):
+        record: bool | None = None, progress=None, bounds: bool = False,
+        window_records: int | None = None, **option_values):
     """Predict the communication of a trace on a network.
 
     Parameters
@@ -90,6 +91,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         Also run the best / average / worst background cases (no load, the mean load, the
         95th-percentile load, each held constant; :mod:`ccmod.bounds`) and put their
         makespans in ``result.bounds``.
+    window_records : int, optional
+        Feed the kernel at most this many records per rank at a time (streaming,
+        :mod:`ccmod.kernel.window`); results are identical to the whole-program run.
 
     Returns
     -------
@@ -174,7 +178,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
                       send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
                       record=record if main else False, signals=signals if main else False,
                       progress=progress if main else None, node_of_rank=node_of_rank,
-                      gap_s=msgs.gap_s, **kw)
+                      gap_s=msgs.gap_s, window_records=window_records, **kw)
 
     from ccmod.bounds import bounds_makespans, run_engine
     if not bg.constant:

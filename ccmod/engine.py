@@ -88,12 +88,16 @@ class Engine:
         Node of each rank and the NIC gap of each node (min seconds between injections).
     bg_t_s, bg_resource, bg_load : ndarray, optional
         Background-load steps sorted by time (load from that time on for that resource).
+    window_records : int, optional
+        Give the kernel at most this many records per rank at a time
+        (:mod:`ccmod.kernel.window`, streaming); the results are bit for bit those of the
+        whole program. None: the whole program at once.
     """
 
     def __init__(self, workload, msgs, nresources, capacity_Bps, background, *,
                  sharing="ccmod", send_mode="rendezvous", eager_limit_bytes=0, record=True,
                  signals=False, progress=None, node_of_rank=None, gap_s=None, bg_t_s=None,
-                 bg_resource=None, bg_load=None):
+                 bg_resource=None, bg_load=None, window_records=None):
         from ccmod.kernel import state as ks
         from ccmod.kernel.ccmod_rule import cc_new
         from ccmod.kernel.codes import STATE_NAMES
@@ -116,8 +120,15 @@ class Engine:
         if bad.size:
             f, ln = w.where(int(bad[0]))
             raise CcmodInputError(f"unknown op code {int(w.op[bad[0]])}", source=f, line=ln)
-        badpc, wait_msg, wait_side, wa_ptr, wa_msg, wa_side = resolve_waits(
-            w.rank_ptr, w.op, w.req, msgs.rec_msg)
+        self.feed = None
+        if window_records is not None:
+            from ccmod.kernel.window import WindowFeed
+            # message ids from the incremental matcher (the static ones: a test checks)
+            self.feed = WindowFeed(w, None, int(window_records))
+            badpc = -1
+        else:
+            badpc, wait_msg, wait_side, wa_ptr, wa_msg, wa_side = resolve_waits(
+                w.rank_ptr, w.op, w.req, msgs.rec_msg)
         if badpc >= 0:
             f, ln = w.where(badpc)
             raise CcmodInputError(f"rank {w.rank_of(badpc)} waits on request "
@@ -137,10 +148,13 @@ class Engine:
         self.C = ks.Config(code, lat_unshared, send_mode == "detached",
                            bool(record), bool(signals), bool(np.any(gap > 0)),
                            PROGRESS_EVENTS if progress is not None else -1)
-        self.P = ks.Program(n, np.asarray(w.rank_ptr, np.int64), np.asarray(w.op, np.int64),
-                            np.asarray(w.duration_s, np.float64),
-                            np.asarray(msgs.rec_msg, np.int64), wait_msg, wait_side, wa_ptr,
-                            wa_msg, wa_side)
+        if self.feed is not None:
+            self.P = self.feed.program
+        else:
+            self.P = ks.whole_program(n, w.rank_ptr, np.asarray(w.op, np.int64),
+                                      np.asarray(w.duration_s, np.float64),
+                                      np.asarray(msgs.rec_msg, np.int64), wait_msg, wait_side,
+                                      wa_ptr, wa_msg, wa_side)
         # the kernel's state: slices of two buffers (a compiled call then costs a few
         # reference counts, not one per array), named tuples of offsets into them
         A = self._arena = ks.Arena()
@@ -156,7 +170,7 @@ class Engine:
             flow_cap=("f", M, msgs.flow_cap_Bps), eager=("i", M, eager),
             route_ptr=("i", M + 1, rp), route_res=("i", E, rr),
             node_of_rank=("i", len(node_of_rank), node_of_rank), gap_s=("f", len(gap), gap))
-        self.Ro = ks.rank_state(A, w.rank_ptr, len(STATE_NAMES))
+        self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
         self.Go = ks.msg_state(A, M, nnodes)
         self.T = ks.timers(A, 2 * n + 2 * M)
         self.Ko = ks.scalars(A)
@@ -205,11 +219,19 @@ class Engine:
         from ccmod.kernel import compiling_notice
         from ccmod.kernel.loop import go_end, run_loop
         compiling_notice()
-        args = (self.C, self.P, self.L, self.I, self.F)
+        from ccmod.kernel.codes import K_RECORDS, K_STARVED
+        args = [self.C, self.P, self.L, self.I, self.F]
+        ks_ = self.K.ks
         while not run_loop(*args):
-            if self.progress is not None:
-                self.progress(int(self.K.ks[2]))
+            if ks_[K_STARVED]:
+                # a rank consumed its window: load its next records, resume where it stopped
+                self.feed.refill(int(ks_[K_STARVED]) - 1, self.R)
+                args[1] = self.P = self.feed.program
+            elif self.progress is not None:
+                self.progress(int(ks_[K_RECORDS]))
         t = float(self.K.kf[0])
+        if self.feed is not None and self.feed.matcher is not None:
+            self.feed.matcher.finish()   # an unmatched send/recv, before any deadlock
         finish = self.R.finish
         unfinished = np.flatnonzero(finish == INF)
         if unfinished.size:
@@ -238,6 +260,8 @@ class Engine:
         from ccmod.kernel.codes import STATE_BARRIER, STATE_RECV, STATE_SEND, STATE_WAIT
         s = int(self.R.block_state[r])
         pc = int(self.R.pc[r]) - 1
+        if self.feed is not None:
+            pc = self.feed.record_of(r, pc)
         f, ln = self.w.where(max(pc, 0))
         where = f" at {f}:{ln}" if f and ln else ""
         if s == STATE_BARRIER:

@@ -17,7 +17,10 @@ EV_COMPUTE, EV_MSG_END, EV_LAT_END, EV_HANDLER_END, EV_RESUME, EV_START = range(
 #: run states of a rank besides the blocked states (>= 0, the STATE_* codes)
 RS_RUNNABLE, RS_COMPUTING, RS_FINISHED = -1, -2, -3
 #: slots of the kernel's integer scalars
-(K_SEQ, K_EVENTS, K_RECORDS, K_NBAR, K_RHEAD, K_RTAIL, K_BG, K_STARTED) = range(8)
+(K_SEQ, K_EVENTS, K_RECORDS, K_NBAR, K_RHEAD, K_RTAIL, K_BG, K_STARTED,
+ K_STARVED, K_INIT) = range(10)
+#: number of integer scalar slots
+NKS = 10
 
 SG = {name: i for i, name in enumerate(SIGNALS)}
 SG_GO_INIT = SG["GO_INIT"]

@@ -19,6 +19,13 @@ Active messages (LoPC): a request runs a handler on its target as soon as the ta
 processor is free of earlier handlers, interrupting compute; the reply's handler runs on
 the requester, which resumes after it.
 
+The program may be a window of each rank's records (streaming, :mod:`ccmod.kernel.window`):
+a rank about to read past ``rank_end[r]`` while ``more[r]`` says its trace goes on is
+*starved*: the loop records it (``K_STARVED``) and returns at once, mid-horizon; the
+caller refills that rank's window and calls again, and the loop resumes exactly where it
+stopped (the starved rank's interpretation, then the ready queue, then the horizons), so a
+windowed run is bit for bit the run of the whole program.
+
 The loop can stop after ``max_events`` horizons and be called again (progress reports):
 all its state lives in the arrays it is given: two buffers, ``I`` (int64) and ``F``
 (float64), and named tuples of offsets into them (:mod:`ccmod.kernel.state`), so that a
@@ -37,8 +44,8 @@ from ccmod.kernel.state import Logs, Program
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
                                  mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
-                                EV_START, K_BG, K_EVENTS, K_NBAR, K_RECORDS, K_RHEAD, K_RTAIL,
-                                K_SEQ, K_STARTED, NSTATES, OP_AMREQUEST, OP_BARRIER,
+                                EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS, K_RHEAD,
+                                K_RTAIL, K_SEQ, K_STARTED, K_STARVED, NSTATES, OP_AMREQUEST, OP_BARRIER,
                                 OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT,
                                 OP_WAITALL, RS_COMPUTING, RS_FINISHED, RS_RUNNABLE,
                                 SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
@@ -242,7 +249,7 @@ def _advance(C, P, L, I, F, r, t):
     K = scalars(I)
     n = P.nranks
     pc = I[R.pc + r]
-    end = P.rank_ptr[r + 1]
+    end = P.rank_end[r]
     start_pc = pc
     while True:
         if F[R.ovh_due + r] > 0.0:         # receive overheads of the op just completed
@@ -325,6 +332,11 @@ def _advance(C, P, L, I, F, r, t):
     I[K.ks + K_RECORDS] += pc - start_pc
     I[R.pc + r] = pc
     if pc >= end and I[R.block_state + r] != RS_COMPUTING and I[R.pending + r] == 0:
+        if P.more[r]:
+            # the end of its window, not of its trace: the caller refills it (only the
+            # `pc >= end` exit above gets here: every other exit blocks or computes)
+            I[K.ks + K_STARVED] = r + 1
+            return
         F[R.finish + r] = t
         I[R.block_state + r] = RS_FINISHED
         _sig(C, L, t, SG_UPPR_END, r, 0, 0, 0, 0.0)
@@ -356,6 +368,8 @@ def _drain(C, P, L, I, F, t):
         I[K.ks + K_RHEAD] = h + 1
         if _unblock(C, L, I, F, r, t):
             _advance(C, P, L, I, F, r, t)
+            if I[K.ks + K_STARVED] != 0:
+                return                 # resumed by run_loop after the refill
 
 
 @njit(cache=True)
@@ -389,7 +403,8 @@ def _shared_due(C, L, I, F, t):
 def run_loop(C, P, L, I, F):
     """Evaluate (or continue evaluating) until done or ``C.max_events`` horizons passed.
 
-    Returns True when every event was processed.
+    Returns True when every event was processed; False when ``C.max_events`` horizons
+    passed or a rank is starved (``I[K.ks + K_STARVED]`` = rank + 1, see above).
     """
     # the buffers, program and logs seen without reference counts: the calls below pass
     # them on for free (they live until this call returns)
@@ -397,20 +412,35 @@ def run_loop(C, P, L, I, F):
     F = borrow(F)
     P = Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur), borrow(P.rec_msg),
                 borrow(P.wait_msg), borrow(P.wait_side), borrow(P.wa_ptr), borrow(P.wa_msg),
-                borrow(P.wa_side))
+                borrow(P.wa_side), borrow(P.rank_end), borrow(P.more))
     L = Logs(borrow(L.states), borrow(L.load), borrow(L.sig))
     M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
     K, BG = scalars(I), bg_steps(I)
     CS, MS = cc_state(I), mm_state(I)
     n = P.nranks
     t = F[K.kf]
+    if I[K.ks + K_STARVED] != 0:
+        # resume a rank starved at the end of its window (refilled since), then go on
+        # exactly as the interrupted horizon would have
+        r = I[K.ks + K_STARVED] - 1
+        I[K.ks + K_STARVED] = 0
+        _advance(C, P, L, I, F, r, t)
+        if I[K.ks + K_STARVED] != 0:
+            return False
     if I[K.ks + K_STARTED] == 0:
         I[K.ks + K_STARTED] = 1
         _sig(C, L, 0.0, SG_GO_INIT, n, M.nmsg, 0, 0, 0.0)
-        for r in range(n):
-            _sig(C, L, 0.0, SG_NEWPROC, r, 0, 0, 0, 0.0)
-            _advance(C, P, L, I, F, r, 0.0)
-        _drain(C, P, L, I, F, 0.0)
+    while I[K.ks + K_INIT] < n:           # every rank starts at 0 (resumable)
+        r = I[K.ks + K_INIT]
+        I[K.ks + K_INIT] = r + 1
+        _sig(C, L, 0.0, SG_NEWPROC, r, 0, 0, 0, 0.0)
+        _advance(C, P, L, I, F, r, 0.0)
+        if I[K.ks + K_STARVED] != 0:
+            return False
+    if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
+        _drain(C, P, L, I, F, t)
+        if I[K.ks + K_STARVED] != 0:
+            return False
     nbg = BG.n
     budget = C.max_events
     while budget != 0:
@@ -455,7 +485,7 @@ def run_loop(C, P, L, I, F):
                 I[R.block_state + x] = RS_RUNNABLE
                 pc = I[R.pc + x]
                 if (F[R.hfree + x] <= t and F[R.ovh_due + x] <= 0.0
-                        and pc < P.rank_ptr[x + 1] and P.op[pc] == OP_COMPUTE
+                        and pc < P.rank_end[x] and P.op[pc] == OP_COMPUTE
                         and P.dur[pc] > 0.0):
                     # compute after compute, as _advance would do it, without the call
                     I[R.pc + x] = pc + 1
@@ -488,8 +518,14 @@ def run_loop(C, P, L, I, F):
             elif kind == EV_RESUME:
                 if _unblock(C, L, I, F, x - n, t):
                     _advance(C, P, L, I, F, x - n, t)
+            if I[K.ks + K_STARVED] != 0:
+                F[K.kf] = t
+                return False
         if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
             _drain(C, P, L, I, F, t)
+            if I[K.ks + K_STARVED] != 0:
+                F[K.kf] = t
+                return False
     F[K.kf] = t
     return False
 

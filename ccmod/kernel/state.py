@@ -9,7 +9,10 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
 
 ``Config``  scalars: sharing (0 ccmod, 1 maxmin), flags.
 ``Program`` the ranks' records (CSR by rank) with waits resolved to messages (arrays: the
-            input, not copied).
+            input, not copied). Rank r runs ``[pc, rank_end[r])``; ``more[r]`` != 0 says
+            its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.kernel.window`):
+            the loop then pauses there instead of finishing the rank. A whole program has
+            ``rank_end = rank_ptr[1:]`` and ``more`` all 0 (:func:`whole_program`).
 ``MsgIn``   per-message inputs (compile time) and per-node NIC gap.
 ``RankSt``  per-rank state; ``MsgSt`` per-message times and waiters; ``Timers`` the timer
             queue (one slot per rank compute, rank resume, message, handler);
@@ -29,7 +32,7 @@ INF = np.inf
 
 Config = namedtuple("Config", "sharing lat_unshared detached record signals gap max_events")
 Program = namedtuple("Program", "nranks rank_ptr op dur rec_msg wait_msg wait_side wa_ptr "
-                                "wa_msg wa_side")
+                                "wa_msg wa_side rank_end more")
 MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv unshared kind "
                             "handler_s flow_cap eager route_ptr route_res node_of_rank gap_s")
 RankSt = namedtuple("RankSt", "nranks nready pc pending block_state t_block finish comp_end "
@@ -165,4 +168,13 @@ def timers(A, nslots):
 
 
 def scalars(A):
-    return A.struct(Scalars, ks=("i", 8, 0), kf=("f", 2, 0.0))
+    from ccmod.kernel.codes import NKS
+    return A.struct(Scalars, ks=("i", NKS, 0), kf=("f", 2, 0.0))
+
+
+def whole_program(nranks, rank_ptr, op, dur, rec_msg, wait_msg, wait_side, wa_ptr, wa_msg,
+                  wa_side):
+    """The :class:`Program` of a whole trace (every rank's records at once)."""
+    rank_ptr = np.asarray(rank_ptr, np.int64)
+    return Program(nranks, rank_ptr, op, dur, rec_msg, wait_msg, wait_side, wa_ptr, wa_msg,
+                   wa_side, rank_ptr[1:], np.zeros(max(nranks, 1), np.int64))
