@@ -123,7 +123,8 @@ class Engine:
         self.feed = None
         if window_records is not None:
             from ccmod.kernel.window import WindowFeed
-            self.feed = WindowFeed(w, msgs.rec_msg, int(window_records))
+            # message ids from the incremental matcher (the static ones: a test checks)
+            self.feed = WindowFeed(w, None, int(window_records))
             badpc = -1
         else:
             badpc, wait_msg, wait_side, wa_ptr, wa_msg, wa_side = resolve_waits(
@@ -229,6 +230,8 @@ class Engine:
             elif self.progress is not None:
                 self.progress(int(ks_[K_RECORDS]))
         t = float(self.K.kf[0])
+        if self.feed is not None and self.feed.matcher is not None:
+            self.feed.matcher.finish()   # an unmatched send/recv, before any deadlock
         finish = self.R.finish
         unfinished = np.flatnonzero(finish == INF)
         if unfinished.size:

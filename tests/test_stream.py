@@ -115,3 +115,54 @@ def test_windowed_errors_are_one_clear_line():
     with pytest.raises(DeadlockError) as e:
         run(b.build(), "star", window_records=1)
     assert "rank 0 blocked in recv" in str(e.value)
+
+
+@pytest.mark.parametrize("name,trace", list(_workloads()), ids=lambda x: str(x)[:30])
+def test_incremental_matching_gives_the_static_ids(name, trace):
+    """Windows of 3 records, ranks loaded last-first (receives before their sends), a pool
+    of 2 queue nodes and 2 channels to start with (every growth path taken)."""
+    from ccmod.api import load_workload
+    from ccmod.compile import match_messages
+    from ccmod.kernel.matcher import Matcher
+    w = load_workload(trace)
+    send_rec, recv_rec = match_messages(w)
+    m = Matcher(w, pool=2, channels=2)
+    got = np.full(w.nrecords, -1, np.int64)
+    rp = np.asarray(w.rank_ptr)
+    pos = rp[:-1].copy()
+    while (pos < rp[1:]).any():
+        for r in reversed(range(w.nranks)):
+            g1 = min(pos[r] + 3, rp[r + 1])
+            if g1 > pos[r]:
+                got[pos[r]:g1] = m.ids(r, int(pos[r]), int(g1))
+                pos[r] = g1
+    m.finish()
+    M0 = len(send_rec)
+    assert np.array_equal(got[send_rec], np.arange(M0))
+    assert np.array_equal(got[recv_rec], np.arange(M0))
+    am = np.flatnonzero(np.asarray(w.op) == 8)
+    assert np.array_equal(got[am], M0 + 2 * np.arange(len(am)))
+
+
+def test_streamed_matching_errors_are_one_clear_line():
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 8, tag=1)
+    b.recv(1, 0, tag=2)
+    w = b.build()
+    from ccmod.kernel.matcher import Matcher
+    with pytest.raises(CcmodInputError, match="unmatched recv: rank 1 receives from rank 0 "
+                                              r"\(tag 2\)"):
+        Matcher(w).ids(1, 1, 2)
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 8)
+    b.send(0, 1, 8)
+    b.recv(1, 0)
+    m = Matcher(b.build())
+    m.ids(0, 0, 1)
+    with pytest.raises(CcmodInputError, match="unmatched send: rank 0 sends to rank 1"):
+        m.finish()
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 80)
+    b.recv(1, 0, nbytes=8)
+    with pytest.raises(CcmodInputError, match="message truncated"):
+        Matcher(b.build()).ids(1, 1, 2)

@@ -14,8 +14,9 @@ outstanding requests (request id -> message, side) across windows, so a wait may
 a request posted windows earlier. A ``waitall``'s list index is its own window position;
 its entries live in the rank's part of a shared pool (grown when a window needs more).
 
-What is not windowed yet: the per-message arrays (message ids come from the static
-matching of :mod:`ccmod.compile`, over the whole trace).
+Message ids come from the incremental matcher (:mod:`ccmod.kernel.matcher`, the same ids
+as the static matching of :mod:`ccmod.compile`) or from the static matching. What is not
+windowed yet: the per-message arrays (sized by the trace's message count).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
 
 
 @njit(cache=True)
-def _fill(src_op, src_dur, src_req, src_msg, g0, g1, pc0, op, dur, rec_msg, wait_msg,
+def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg,
           wait_side, wa_ptr, wa_msg, wa_side, k, out):
     """Copy records ``[g0, g1)`` to window positions from ``pc0``, resolving waits with the
     rank's outstanding requests ``out``; wait-list entries from pool index ``k``.
@@ -41,14 +42,14 @@ def _fill(src_op, src_dur, src_req, src_msg, g0, g1, pc0, op, dur, rec_msg, wait
         o = src_op[g]
         op[pc] = o
         dur[pc] = src_dur[g]
-        rec_msg[pc] = src_msg[g]
+        rec_msg[pc] = ids[i]
         wait_msg[pc] = -1
         wait_side[pc] = 0
         wa_ptr[pc] = k
         if o == OP_ISEND:
-            out[src_req[g]] = 2 * src_msg[g]
+            out[src_req[g]] = 2 * ids[i]
         elif o == OP_IRECV:
-            out[src_req[g]] = 2 * src_msg[g] + 1
+            out[src_req[g]] = 2 * ids[i] + 1
         elif o == OP_WAIT:
             q = src_req[g]
             if q not in out:
@@ -81,9 +82,9 @@ def _outstanding_len(lst, r):
 
 
 @njit(cache=True)
-def _fill_rank(lst, r, src_op, src_dur, src_req, src_msg, g0, g1, pc0, op, dur, rec_msg,
+def _fill_rank(lst, r, src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg,
                wait_msg, wait_side, wa_ptr, wa_msg, wa_side, k):
-    return _fill(src_op, src_dur, src_req, src_msg, g0, g1, pc0, op, dur, rec_msg, wait_msg,
+    return _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg,
                  wait_side, wa_ptr, wa_msg, wa_side, k, lst[r])
 
 
@@ -94,8 +95,9 @@ class WindowFeed:
     ----------
     workload : workloads.base.Workload
         The records (``op``, ``duration_s``, ``req``; ``rank_ptr``).
-    rec_msg : int64[n records]
-        Message id of each send/recv record (-1 otherwise).
+    rec_msg : int64[n records], optional
+        Message id of each send/recv record (-1 otherwise), from the static matching;
+        None: matched as the windows are loaded (:mod:`ccmod.kernel.matcher`).
     window : int
         Records per rank in the kernel at once (>= 1).
     """
@@ -109,13 +111,18 @@ class WindowFeed:
             raise ValueError("window must be >= 1 record")
         self.W, self.stride = W, W + 1
         self.src = (np.asarray(w.op, np.int64), np.asarray(w.duration_s, np.float64),
-                    np.asarray(w.req, np.int64), np.asarray(rec_msg, np.int64))
+                    np.asarray(w.req, np.int64))
+        self.rec_msg = None if rec_msg is None else np.asarray(rec_msg, np.int64)
+        self.matcher = None
+        if rec_msg is None:
+            from ccmod.kernel.matcher import Matcher
+            self.matcher = Matcher(w)
         self.rank_ptr_src = np.asarray(w.rank_ptr, np.int64)
         size = max(n, 1) * self.stride
         self.rank_ptr = np.arange(n + 1, dtype=np.int64) * self.stride
         self.op = np.zeros(size, np.int64)
         self.dur = np.zeros(size)
-        self.rec_msg = np.full(size, -1, np.int64)
+        self.msg = np.full(size, -1, np.int64)
         self.wait_msg = np.full(size, -1, np.int64)
         self.wait_side = np.zeros(size, np.int64)
         self.wa_ptr = np.zeros(size + 1, np.int64)
@@ -134,7 +141,7 @@ class WindowFeed:
 
     def _program(self):
         from ccmod.kernel.state import Program
-        return Program(int(self.w.nranks), self.rank_ptr, self.op, self.dur, self.rec_msg,
+        return Program(int(self.w.nranks), self.rank_ptr, self.op, self.dur, self.msg,
                        self.wait_msg, self.wait_side, self.wa_ptr, self.wa_msg, self.wa_side,
                        self.rank_end, self.more)
 
@@ -163,7 +170,11 @@ class WindowFeed:
         if need > self.wa_cap:
             self._grow_pool(need)
         pc0 = r * self.stride
-        k = _fill_rank(self.out, r, *self.src, g0, g1, pc0, self.op, self.dur, self.rec_msg,
+        if self.matcher is not None:
+            ids = self.matcher.ids(r, g0, g1)
+        else:
+            ids = self.rec_msg[g0:g1]
+        k = _fill_rank(self.out, r, *self.src, ids, g0, g1, pc0, self.op, self.dur, self.msg,
                        self.wait_msg, self.wait_side, self.wa_ptr, self.wa_msg, self.wa_side,
                        r * self.wa_cap)
         if k < 0:
