@@ -185,3 +185,17 @@ def test_windowed_signal_log_and_idle_ranks_are_identical(tmp_path):
     assert w.rank_ptr[1] == w.rank_ptr[2]
     assert_identical(run(w, "star", record=True), run(w, "star", record=True,
                                                       window_records=1), "idle")
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from test_engine_properties import NETS, programs  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs(), st.sampled_from(NETS), st.sampled_from(["ccmod", "maxmin"]),
+       st.sampled_from(["rendezvous", "eager", "detached"]), st.integers(1, 4))
+def test_random_programs_windowed_equal_whole(w, net, sharing, mode, window):
+    kw = dict(sharing=sharing, send_mode=mode, record=True, mapping=None)
+    assert_identical(run(w, net, **kw), run(w, net, window_records=window, **kw),
+                     (net, sharing, mode, window))
