@@ -12,8 +12,9 @@ streams (osu_bw, osu_mbw_mr, IMB Uniband)
     ``stream_bandwidth_Bps``: the plateau of the streaming bandwidth (the rate bytes flow
     at when messages share a resource; the rest of ``T(n)`` becomes the latency phase);
     ``gap_s``: the NIC gap, the smallest per-message time of any stream of small messages
-    (all senders on one node: the node's highest message rate); ``o_send_s``: the
-    per-message time of a single pair's small-message stream (the sender's CPU cost).
+    (all senders on one node: the node's highest message rate); ``o_send_s`` +
+    ``o_recv_s``: the per-message time of a single pair's small-message stream, half each
+    (the sender's and the receiver's CPU cost).
     Streams beyond the ping-pong's largest size extend the model by a segment at the
     streaming bandwidth (instead of extrapolating the ping-pong's last slope).
 intra-node (ping-pong or streams between two ranks of one node)
@@ -175,7 +176,10 @@ def combine(model: PiecewiseLinearCost, stream: dict | None = None, intra: dict 
                          "bandwidth_Bps": bs})
             d["fitted_range"][1] = int(stream["max_bytes"])
         if charge_overheads and stream["o_send_s"] > 0:
-            o = min(stream["o_send_s"], 0.5 * min(s["latency_s"] for s in segs))
+            # one pair's small-message time t is o_send + o_recv: in a window the sender
+            # pays o_send before each injection and the receiver o_recv once its wait
+            # completes, so a stream reproduces t (half each; together <= the latency)
+            o = min(0.5 * stream["o_send_s"], 0.5 * min(s["latency_s"] for s in segs))
             d["overheads"] = [{"min_bytes": 0, "o_send_s": o, "o_send_s_per_byte": 0.0,
                                "o_recv_s": o, "o_recv_s_per_byte": 0.0}]
     if intra:
