@@ -57,7 +57,8 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 
 
 def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), out_dir=None,
-        record: bool | None = None, progress=None, bounds: bool = False, **option_values):
+        record: bool | None = None, progress=None, bounds: bool = False,
+        window_records: int | None = None, **option_values):
     """Predict the communication of a trace on a network.
 
     Parameters
@@ -90,6 +91,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         Also run the best / average / worst background cases (no load, the mean load, the
         95th-percentile load, each held constant; :mod:`ccmod.bounds`) and put their
         makespans in ``result.bounds``.
+    window_records : int, optional
+        Feed the kernel at most this many records per rank at a time (streaming,
+        :mod:`ccmod.kernel.window`); results are identical to the whole-program run.
 
     Returns
     -------
@@ -174,7 +178,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
                       send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
                       record=record if main else False, signals=signals if main else False,
                       progress=progress if main else None, node_of_rank=node_of_rank,
-                      gap_s=msgs.gap_s, **kw)
+                      gap_s=msgs.gap_s, window_records=window_records, **kw)
 
     from ccmod.bounds import bounds_makespans, run_engine
     if not bg.constant:
@@ -221,11 +225,11 @@ def _trace_notes(w, result, compute_rate) -> None:
     from ccmod.trace_notes import (compute_info, compute_notes, holds_no_communication,
                                    nothing_to_predict_note)
     notes = result.options.setdefault("notes", [])
-    r = result.ranks
-    busiest = r.loc[r["finish_s"].idxmax()] if len(r) else None
-    comm = 0.0 if busiest is None else float(busiest["send_s"] + busiest["recv_s"]
-                                             + busiest["wait_s"] + busiest["barrier_s"])
-    comp = 0.0 if busiest is None else float(busiest["compute_s"])
+    col = lambda name: result.column("ranks", name)  # noqa: E731 - no DataFrame needed
+    i = int(np.argmax(col("finish_s"))) if result.table_len("ranks") else None
+    comm = 0.0 if i is None else float(col("send_s")[i] + col("recv_s")[i]
+                                       + col("wait_s")[i] + col("barrier_s")[i])
+    comp = 0.0 if i is None else float(col("compute_s")[i])
     notes.extend(compute_notes(w, compute_rate, comm, comp))
     result.options["compute"] = compute_info(w, compute_rate)
     if holds_no_communication(w):

@@ -76,15 +76,21 @@ def print_summary(result, out=None) -> None:
                   f"mean {b['mean_active']:.3g}, {b['bytes']:,} bytes")
     else:
         con.print("busiest link    (no message used the network)")
-    ranks = result.ranks
-    rows = ranks if len(ranks) <= 32 else ranks.nlargest(16, "finish_s").sort_values("rank")
+    import numpy as np
+    # the ranks table's columns as arrays: no DataFrame (pandas) for a summary
+    c = {k: result.column("ranks", k) for k in ("rank", "finish_s", "compute_s", "send_s",
+                                                  "recv_s", "wait_s", "barrier_s")}
+    n = len(c["rank"])
+    # more than 32 ranks: the 16 latest-finishing (ties: the first), in rank order
+    rows = range(n) if n <= 32 else sorted(np.argsort(-c["finish_s"], kind="stable")[:16],
+                                           key=lambda i: c["rank"][i])
     con.print(make_table(("rank", "finish (s)", "compute (s)", "communicate (s)", "wait (s)"),
-                         ((r.rank, f"{r.finish_s:.6g}", f"{r.compute_s:.6g}",
-                           f"{r.send_s + r.recv_s:.6g}", f"{r.wait_s + r.barrier_s:.6g}")
-                          for r in rows.itertuples()),
+                         ((int(c["rank"][i]), f"{c['finish_s'][i]:.6g}",
+                           f"{c['compute_s'][i]:.6g}", f"{c['send_s'][i] + c['recv_s'][i]:.6g}",
+                           f"{c['wait_s'][i] + c['barrier_s'][i]:.6g}") for i in rows),
                          title="per rank", justify="right"))
-    if len(ranks) > 32:
-        con.print(f"(showing the 16 latest-finishing of {len(ranks)} ranks)")
+    if n > 32:
+        con.print(f"(showing the 16 latest-finishing of {n} ranks)")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ccmod.codes import STATE_NAMES
 
@@ -41,7 +40,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
             options: dict):
     """Build the result tables (vectorised)."""
     from ccmod.linkrate import link_utilisation
-    from ccmod.result import DEFAULT_PACKET_SIZE, Routes, RunResult
+    from ccmod.result import DEFAULT_PACKET_SIZE, LazyFrame, Routes, RunResult
 
     w = engine.w
     M = len(msgs.nbytes)
@@ -55,7 +54,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     bott = engine.bott
     names = np.array([network.resource_name(i) for i in range(network.nresources)] + [""],
                      dtype=object)
-    messages = pd.DataFrame({
+    messages = LazyFrame({
         "msg_id": np.arange(M, dtype=np.int64), "src": msgs.src, "dst": msgs.dst,
         "tag": msgs.tag, "nbytes": msgs.nbytes, "t_post_s": t_post,
         "t_post_send_s": np.asarray(engine.t_post_send, float),
@@ -65,7 +64,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "hops": msgs.hops})
     makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
     st = engine.state_s
-    ranks = pd.DataFrame({
+    ranks = LazyFrame({
         "rank": np.arange(w.nranks), "node": node_of_rank[: w.nranks],
         "finish_s": np.asarray(engine.finish_s, float),
         "compute_s": st[:, 0], "send_s": st[:, 1], "recv_s": st[:, 2], "wait_s": st[:, 3],
@@ -91,38 +90,37 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     cap = np.asarray(network.resource_capacity_Bps() if hasattr(network, "resource_capacity_Bps")
                      else network.capacity_Bps, np.float64).reshape(-1)[:nres]
     routes = Routes(ptr=np.asarray(msgs.route_ptr, np.int64), res=np.asarray(msgs.route_res))
-    resources = pd.DataFrame({"resource": np.arange(nres), "name": names[:nres],
+    resources = LazyFrame({"resource": np.arange(nres), "name": names[:nres],
                               "capacity_Bps": cap, "background": bg[:nres]})
     with np.errstate(divide="ignore", invalid="ignore"):
         util_mean = n_bytes[used] / (cap[used] * makespan) if makespan > 0 else \
             np.full(len(used), np.nan)
-    links = pd.DataFrame({
+    links = LazyFrame({
         "resource": used, "name": names[used], "messages": n_msgs[used],
         "bytes": n_bytes[used].astype(np.int64), "peak_active": peak[used],
-        "mean_active": area[used] / makespan if makespan > 0 else 0.0,
+        "mean_active": area[used] / makespan if makespan > 0 else np.zeros(len(used)),
         "busy_s": busy[used], "background": bg[used], "capacity_Bps": cap[used],
         "utilisation_mean": util_mean, "utilisation_peak": np.full(len(used), np.nan)})
     rank_states = link_load = None
     if engine.record:
         a, b, c, d = engine.states
-        rank_states = pd.DataFrame({
-            "rank": a, "state": pd.Categorical.from_codes(b, categories=list(STATE_NAMES)),
-            "t_start_s": c, "t_end_s": d})
+        rank_states = LazyFrame({"rank": a, "state": b, "t_start_s": c, "t_end_s": d},
+                                _states_frame)
         lbg = bg[lr] if len(lr) else bg[:0]
         # utilisation from the routes compiled for the run (never recompiled)
         util = link_utilisation(routes, {"nbytes": msgs.nbytes, "t_start_s": t_start,
                                          "t_end_s": t_end}, lr, lt0, lt1, cap, lbg)
-        link_load = pd.DataFrame({"resource": lr, "t_start_s": lt0, "t_end_s": lt1,
+        link_load = LazyFrame({"resource": lr, "t_start_s": lt0, "t_end_s": lt1,
                                   "active": lc, "background": lbg, "utilisation": util})
         upeak = np.zeros(nres)
         np.maximum.at(upeak, lr.astype(np.int64), np.where(np.isfinite(util), util, 0.0))
-        links["utilisation_peak"] = upeak[used]
+        links.columns["utilisation_peak"] = upeak[used]
     signals = None
     if getattr(engine, "signals", None) is not None:
         # integer-coded signals become text here, once (only the debug sink asks for them)
         from ccmod.kernel.record import render_signals
         b = render_signals(engine.signals, msgs.route_ptr, msgs.route_res)
-        signals = pd.DataFrame({"t_s": np.asarray(b["t_s"], np.float64),
+        signals = LazyFrame({"t_s": np.asarray(b["t_s"], np.float64),
                                 "signal": np.asarray(b["signal"], dtype=object),
                                 "args": np.asarray(b["args"], dtype=object)})
     ps = getattr(network, "packet_size", None)
@@ -136,3 +134,12 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         send_mode=options.get("send_mode", "rendezvous"), rank_states=rank_states,
         link_load=link_load, options=options, events=engine.events, resources=resources,
         routes=routes, signals=signals, measured=(w.meta or {}).get("measured"), meta=meta)
+
+
+def _states_frame(cols):
+    """rank_states as a DataFrame: the state codes become a categorical of their names."""
+    import pandas as pd
+    return pd.DataFrame({"rank": cols["rank"],
+                         "state": pd.Categorical.from_codes(cols["state"],
+                                                            categories=list(STATE_NAMES)),
+                         "t_start_s": cols["t_start_s"], "t_end_s": cols["t_end_s"]})

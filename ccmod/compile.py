@@ -45,7 +45,8 @@ class Messages:
 
 
 def _rank_of_records(w: Workload) -> np.ndarray:
-    return np.repeat(np.arange(w.nranks, dtype=np.int64), np.diff(w.rank_ptr))
+    # int32: ranks are < 2^31 (the readers check), half the memory of int64 per record
+    return np.repeat(np.arange(w.nranks, dtype=np.int32), np.diff(w.rank_ptr))
 
 
 def _err(w: Workload, i: int, what: str, hint: str | None = None) -> CcmodInputError:
@@ -74,6 +75,37 @@ def match_messages(w: Workload) -> tuple[np.ndarray, np.ndarray]:
             i = int(bad[0])
             raise _err(w, i, f"{OP_NAMES[op[i]]} names rank {int(w.peer[i])}, but the trace "
                              f"has ranks 0..{w.nranks - 1}", "fix the peer rank")
+    paired = _pair_by_channel(w, rank, s_idx, r_idx)
+    if paired is None:   # some channel has more sends than receives or the reverse
+        paired = _pair_or_explain(w, rank, s_idx, r_idx)
+    return _check_sizes(w, *paired)
+
+
+def _pair_by_channel(w: Workload, rank, s_idx, r_idx):
+    """(send_rec, recv_rec) ordered by send record, or None when the channels do not balance.
+
+    Both sides sorted by channel (src, dst, tag) keep record order inside a channel
+    (stable sort); when every channel has as many sends as receives the two sorted
+    sequences name the same channels at every position, and the n-th send of a channel
+    sits beside its n-th receive. One-dimensional keys: cheap in time and memory.
+    """
+    if len(s_idx) != len(r_idx):
+        return None
+    n = np.int64(max(w.nranks, 1))
+    s_pair = rank[s_idx] * n + w.peer[s_idx]
+    r_pair = w.peer[r_idx].astype(np.int64) * n + rank[r_idx]
+    s_tag, r_tag = w.tag[s_idx], w.tag[r_idx]
+    so = np.lexsort((s_tag, s_pair))
+    ro = np.lexsort((r_tag, r_pair))
+    if not (np.array_equal(s_pair[so], r_pair[ro]) and np.array_equal(s_tag[so], r_tag[ro])):
+        return None
+    send_rec, recv_rec = s_idx[so], r_idx[ro]
+    order = np.argsort(send_rec, kind="stable")
+    return send_rec[order], recv_rec[order]
+
+
+def _pair_or_explain(w: Workload, rank, s_idx, r_idx):
+    """Pair sends and receives per channel; name the first unmatched one (an error)."""
     s_key = np.stack([rank[s_idx], w.peer[s_idx].astype(np.int64), w.tag[s_idx].astype(np.int64)], 1)
     r_key = np.stack([w.peer[r_idx].astype(np.int64), rank[r_idx], w.tag[r_idx].astype(np.int64)], 1)
     allk = np.concatenate([s_key, r_key]) if len(s_idx) + len(r_idx) else np.zeros((0, 3), np.int64)
@@ -115,7 +147,11 @@ def match_messages(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     ro = np.lexsort((r_occ, r_kid))
     send_rec, recv_rec = s_idx[so], r_idx[ro]
     order = np.argsort(send_rec, kind="stable")
-    send_rec, recv_rec = send_rec[order], recv_rec[order]
+    return send_rec[order], recv_rec[order]
+
+
+def _check_sizes(w: Workload, send_rec, recv_rec):
+    """MPI's size rules on matched pairs; returns them."""
     rb = w.nbytes[recv_rec]
     sb = w.nbytes[send_rec]
     # an MPI receive count is the buffer's capacity: a larger receive is legal (the message
@@ -170,8 +206,13 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     sn = node_of_rank[src].astype(np.int64)
     dn = node_of_rank[dst].astype(np.int64)
     same = sn == dn
-    pairs, pinv = np.unique(np.stack([sn, dn], 1), axis=0, return_inverse=True) if M else (
-        np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
+    if M:
+        # distinct (src node, dst node) rows in lexicographic order, via a 1-D key
+        k = np.int64(max(int(sn.max()), int(dn.max())) + 1)
+        keys, pinv = np.unique(sn * k + dn, return_inverse=True)
+        pairs = np.stack([keys // k, keys % k], 1)
+    else:
+        pairs, pinv = np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
     pinv = np.asarray(pinv).reshape(-1)
     table = network.compile_routes(pairs)
     hops = table.hops[pinv] if M else np.zeros(0, np.int32)

@@ -88,12 +88,16 @@ class Engine:
         Node of each rank and the NIC gap of each node (min seconds between injections).
     bg_t_s, bg_resource, bg_load : ndarray, optional
         Background-load steps sorted by time (load from that time on for that resource).
+    window_records : int, optional
+        Give the kernel at most this many records per rank at a time
+        (:mod:`ccmod.kernel.window`, streaming); the results are bit for bit those of the
+        whole program. None: the whole program at once.
     """
 
     def __init__(self, workload, msgs, nresources, capacity_Bps, background, *,
                  sharing="ccmod", send_mode="rendezvous", eager_limit_bytes=0, record=True,
                  signals=False, progress=None, node_of_rank=None, gap_s=None, bg_t_s=None,
-                 bg_resource=None, bg_load=None):
+                 bg_resource=None, bg_load=None, window_records=None):
         from ccmod.kernel import state as ks
         from ccmod.kernel.ccmod_rule import cc_new
         from ccmod.kernel.codes import STATE_NAMES
@@ -116,8 +120,15 @@ class Engine:
         if bad.size:
             f, ln = w.where(int(bad[0]))
             raise CcmodInputError(f"unknown op code {int(w.op[bad[0]])}", source=f, line=ln)
-        badpc, wait_msg, wait_side, wa_ptr, wa_msg, wa_side = resolve_waits(
-            w.rank_ptr, w.op, w.req, msgs.rec_msg)
+        self.feed = None
+        if window_records is not None:
+            from ccmod.kernel.window import WindowFeed
+            # message ids from the incremental matcher (the static ones: a test checks)
+            self.feed = WindowFeed(w, None, int(window_records))
+            badpc = -1
+        else:
+            badpc, wait_msg, wait_side, wa_ptr, wa_msg, wa_side = resolve_waits(
+                w.rank_ptr, w.op, w.req, msgs.rec_msg)
         if badpc >= 0:
             f, ln = w.where(badpc)
             raise CcmodInputError(f"rank {w.rank_of(badpc)} waits on request "
@@ -137,43 +148,62 @@ class Engine:
         self.C = ks.Config(code, lat_unshared, send_mode == "detached",
                            bool(record), bool(signals), bool(np.any(gap > 0)),
                            PROGRESS_EVENTS if progress is not None else -1)
-        self.P = ks.Program(n, np.asarray(w.rank_ptr, np.int64), np.asarray(w.op, np.int64),
-                            np.asarray(w.duration_s, np.float64),
-                            np.asarray(msgs.rec_msg, np.int64), wait_msg, wait_side, wa_ptr,
-                            wa_msg, wa_side)
-        self.Min = ks.MsgIn(M, np.asarray(msgs.src, np.int64), np.asarray(msgs.dst, np.int64),
-                            np.asarray(msgs.nbytes, np.int64),
-                            np.asarray(msgs.quiet_s, np.float64),
-                            np.asarray(msgs.latency_s, np.float64),
-                            _zeros_like_msgs(msgs, "o_send_s"), _zeros_like_msgs(msgs, "o_recv_s"),
-                            unshared, np.asarray(msgs.kind, np.int64),
-                            np.asarray(msgs.handler_s, np.float64),
-                            np.asarray(msgs.flow_cap_Bps, np.float64), np.asarray(eager),
-                            np.asarray(msgs.route_ptr, np.int64),
-                            np.asarray(msgs.route_res, np.int64), node_of_rank, gap)
-        self.R = ks.new_rank_state(w.rank_ptr, len(STATE_NAMES))
-        self.G = ks.new_msg_state(M, nnodes)
-        self.T = ks.new_timers(2 * n + 2 * M)
-        self.K = ks.new_scalars()
+        if self.feed is not None:
+            self.P = self.feed.program
+        else:
+            self.P = ks.whole_program(n, w.rank_ptr, np.asarray(w.op, np.int64),
+                                      np.asarray(w.duration_s, np.float64),
+                                      np.asarray(msgs.rec_msg, np.int64), wait_msg, wait_side,
+                                      wa_ptr, wa_msg, wa_side)
+        # the kernel's state: slices of two buffers (a compiled call then costs a few
+        # reference counts, not one per array), named tuples of offsets into them
+        A = self._arena = ks.Arena()
+        rp = np.asarray(msgs.route_ptr, np.int64)
+        rr = np.asarray(msgs.route_res, np.int64)
+        E = len(rr)
+        self.Min = A.struct(
+            ks.MsgIn, nmsg=("v", M), src=("i", M, msgs.src), dst=("i", M, msgs.dst),
+            nbytes=("i", M, msgs.nbytes), quiet=("f", M, msgs.quiet_s),
+            latency=("f", M, msgs.latency_s), o_send=("f", M, _zeros_like_msgs(msgs, "o_send_s")),
+            o_recv=("f", M, _zeros_like_msgs(msgs, "o_recv_s")), unshared=("i", M, unshared),
+            kind=("i", M, msgs.kind), handler_s=("f", M, msgs.handler_s),
+            flow_cap=("f", M, msgs.flow_cap_Bps), eager=("i", M, eager),
+            route_ptr=("i", M + 1, rp), route_res=("i", E, rr),
+            node_of_rank=("i", len(node_of_rank), node_of_rank), gap_s=("f", len(gap), gap))
+        self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
+        self.Go = ks.msg_state(A, M, nnodes)
+        self.T = ks.timers(A, 2 * n + 2 * M)
+        self.Ko = ks.scalars(A)
         self.L = ks.new_logs()
         if bg_t_s is None:
             bg_t_s, bg_resource, bg_load = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
         order = np.argsort(np.asarray(bg_t_s, np.float64), kind="stable")
-        self.BG = ks.BgSteps(np.asarray(bg_t_s, np.float64)[order],
-                             np.asarray(bg_resource, np.int64)[order],
-                             np.asarray(bg_load, np.float64)[order])
+        nbg = len(order)
+        bg_res = np.asarray(bg_resource, np.int64)[order]
+        bg_load = np.asarray(bg_load, np.float64)[order]
         bgr = np.asarray(background, np.float64)
-        rp, rr = self.Min.route_ptr, self.Min.route_res
         if code == 0 and params.get("capacity") == "ratio":
             # free[l] = (1 - background) * capacity / quiet bandwidth: BA counts capacities
             ratio = capacity_ratio(nresources, capacity_Bps, rp, rr, msgs.flow_cap_Bps)
             bgr = 1.0 - (1.0 - bgr) * ratio
-            self.BG = ks.BgSteps(self.BG.t, self.BG.res,
-                                 1.0 - (1.0 - self.BG.load) * ratio[self.BG.res])
+            bg_load = 1.0 - (1.0 - bg_load) * ratio[bg_res]
+        self.BG = A.struct(ks.BgSteps, n=("v", nbg),
+                           t=("f", nbg, np.asarray(bg_t_s, np.float64)[order]),
+                           res=("i", nbg, bg_res), load=("f", nbg, bg_load))
+        routes = (A.where(ks.MsgIn, "route_ptr"), A.where(ks.MsgIn, "route_res"))
         empty_p, empty_r = np.zeros(1, np.int64), np.zeros(0, np.int64)
-        self.CS = cc_new(nresources, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)))
-        self.MS = mm_new(nresources, capacity_Bps, bgr,
-                         *((rp, rr) if code == 1 else (empty_p, empty_r)))
+        self.CSo = cc_new(A, nresources, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)),
+                          routes=routes if code == 0 else None)
+        self.MSo = mm_new(A, nresources, capacity_Bps, bgr,
+                          *((rp, rr) if code == 1 else (empty_p, empty_r)),
+                          routes=routes if code == 1 else None)
+        self.I, self.F = A.alloc()
+        # numpy views of the same state, for Python (results, diagnostics)
+        self.R = A.views(ks.RankSt, self.I, self.F)
+        self.G = A.views(ks.MsgSt, self.I, self.F)
+        self.K = A.views(ks.Scalars, self.I, self.F)
+        self.CS = A.views(type(self.CSo), self.I, self.F)
+        self.MS = A.views(type(self.MSo), self.I, self.F)
         if code == 0 and len(self.CS.count) < nresources:
             raise AssertionError("resource arrays too short")
         self.nresources = nresources
@@ -189,12 +219,19 @@ class Engine:
         from ccmod.kernel import compiling_notice
         from ccmod.kernel.loop import go_end, run_loop
         compiling_notice()
-        args = (self.C, self.P, self.Min, self.R, self.G, self.T, self.K, self.L, self.CS,
-                self.MS, self.BG)
+        from ccmod.kernel.codes import K_RECORDS, K_STARVED
+        args = [self.C, self.P, self.L, self.I, self.F]
+        ks_ = self.K.ks
         while not run_loop(*args):
-            if self.progress is not None:
-                self.progress(int(self.K.ks[2]))
+            if ks_[K_STARVED]:
+                # a rank consumed its window: load its next records, resume where it stopped
+                self.feed.refill(int(ks_[K_STARVED]) - 1, self.R)
+                args[1] = self.P = self.feed.program
+            elif self.progress is not None:
+                self.progress(int(ks_[K_RECORDS]))
         t = float(self.K.kf[0])
+        if self.feed is not None and self.feed.matcher is not None:
+            self.feed.matcher.finish()   # an unmatched send/recv, before any deadlock
         finish = self.R.finish
         unfinished = np.flatnonzero(finish == INF)
         if unfinished.size:
@@ -223,6 +260,8 @@ class Engine:
         from ccmod.kernel.codes import STATE_BARRIER, STATE_RECV, STATE_SEND, STATE_WAIT
         s = int(self.R.block_state[r])
         pc = int(self.R.pc[r]) - 1
+        if self.feed is not None:
+            pc = self.feed.record_of(r, pc)
         f, ln = self.w.where(max(pc, 0))
         where = f" at {f}:{ln}" if f and ln else ""
         if s == STATE_BARRIER:

@@ -8,12 +8,41 @@ The engine's arrays become a RunResult once (:func:`ccmod.collect.collect`); eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:   # pandas is imported only when a table is asked for (start-up time)
+    import pandas as pd
 
 #: packet size used for packets/s when the network does not define one (Ethernet MTU)
 DEFAULT_PACKET_SIZE = 1500
+#: the RunResult attributes that are tables (DataFrames)
+TABLES = ("ranks", "messages", "links", "rank_states", "link_load", "resources", "signals")
+
+
+class LazyFrame:
+    """A result table held as numpy columns until its DataFrame is first asked for.
+
+    ``ccmod run`` (summary, ``--json``) reads a few columns only: without this every run
+    imported pandas (~0.5 s of start-up). ``make(columns)``, a module-level function
+    (results stay picklable), builds the DataFrame; by default ``pd.DataFrame(columns)``.
+    """
+
+    __slots__ = ("columns", "make")
+
+    def __init__(self, columns: dict, make=None):
+        self.columns = columns
+        self.make = make
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def frame(self):
+        if self.make is not None:
+            return self.make(self.columns)
+        import pandas as pd
+        return pd.DataFrame(self.columns)
 
 
 @dataclass
@@ -107,6 +136,18 @@ class RunResult:
     #: measured next to predicted (timestamped traces; see ccmod.trace_notes), else None
     measured: dict | None = None
 
+    def column(self, table: str, name: str) -> np.ndarray:
+        """Column ``name`` of table ``table`` as an array, without building a DataFrame."""
+        t = self.__dict__.get(table)
+        if isinstance(t, LazyFrame):
+            return np.asarray(t.columns[name])
+        return t[name].to_numpy()
+
+    def table_len(self, table: str) -> int:
+        """Rows of table ``table`` (0 when absent), without building a DataFrame."""
+        t = self.__dict__.get(table)
+        return 0 if t is None else len(t)
+
     @property
     def nranks(self) -> int:
         n = self.meta.get("nranks")
@@ -121,8 +162,8 @@ class RunResult:
         bg = self.options.get("background")
         if bg is not None:
             return float(bg)
-        if self.resources is not None and len(self.resources):
-            return float(self.resources["background"].max())
+        if self.table_len("resources"):
+            return float(np.nanmax(self.column("resources", "background")))
         return 0.0
 
     @property
@@ -133,7 +174,7 @@ class RunResult:
 
     @property
     def messages_count(self) -> int:
-        return int(len(self.messages))
+        return self.table_len("messages")
 
     @property
     def records_per_s(self) -> float:
@@ -141,15 +182,23 @@ class RunResult:
 
     def busiest_link(self) -> dict | None:
         """The resource with the highest peak contention (ties: most bytes)."""
-        if self.links is None or len(self.links) == 0:
+        if not self.table_len("links"):
             return None
-        df = self.links.sort_values(["peak_active", "bytes", "resource"],
-                                    ascending=[False, False, True], kind="mergesort")
-        return df.iloc[0].to_dict()
+        t = self.__dict__["links"]
+        cols = t.columns if isinstance(t, LazyFrame) else {c: t[c].to_numpy() for c in t.columns}
+        # highest peak, then most bytes, then lowest resource id (first such row)
+        i = int(np.lexsort((cols["resource"], -np.asarray(cols["bytes"]),
+                            -np.asarray(cols["peak_active"])))[0])
+        return {k: (v[i].item() if isinstance(v[i], np.generic) else v[i])
+                for k, v in cols.items()}
 
     def summary(self) -> dict:
         """A JSON-ready summary (what ``ccmod run --json`` prints)."""
         busiest = self.busiest_link()
+
+        def rk(name):
+            return self.column("ranks", name)
+
         out = {
             "makespan_s": float(self.makespan_s),
             "rank_finish_s": [float(x) for x in self.rank_finish_s],
@@ -166,17 +215,34 @@ class RunResult:
             "compute": dict(self.options.get("compute", {"unit": "seconds"})),
             "nothing_to_predict": self.options.get("nothing_to_predict"),
             "measured": self.options.get("measured"),
-            "bytes": int(self.messages["nbytes"].sum()) if len(self.messages) else 0,
+            "bytes": int(self.column("messages", "nbytes").sum()) if self.messages_count else 0,
             "busiest_link": None if busiest is None else {
                 "name": str(busiest["name"]), "peak_active": int(busiest["peak_active"]),
                 "mean_active": float(busiest["mean_active"]), "bytes": int(busiest["bytes"])},
             **({"bounds": self.bounds} if self.bounds is not None else {}),
             "ranks": {
-                "compute_s": [float(x) for x in self.ranks["compute_s"]],
-                "comm_s": [float(x) for x in (self.ranks["send_s"] + self.ranks["recv_s"])],
-                "wait_s": [float(x) for x in (self.ranks["wait_s"] + self.ranks["barrier_s"])],
+                "compute_s": [float(x) for x in rk("compute_s")],
+                "comm_s": [float(x) for x in (rk("send_s") + rk("recv_s"))],
+                "wait_s": [float(x) for x in (rk("wait_s") + rk("barrier_s"))],
             },
         }
         if self.measured:
             out["measured"] = self.measured
         return out
+
+
+def _table_property(name: str) -> property:
+    def get(self):
+        t = self.__dict__.get(name)
+        if isinstance(t, LazyFrame):
+            t = self.__dict__[name] = t.frame()
+        return t
+
+    def set_(self, value):
+        self.__dict__[name] = value
+
+    return property(get, set_, doc=f"The {name} table (a DataFrame; see the class doc).")
+
+
+for _name in TABLES:
+    setattr(RunResult, _name, _table_property(_name))

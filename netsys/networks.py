@@ -8,8 +8,7 @@ constructor accepts ``nodes_needed=`` plus its parameters, see docs/networks.md)
 from __future__ import annotations
 
 import os
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ccmod.errors import CcmodInputError
 from ccmod.netsys.base import Network
@@ -17,6 +16,9 @@ from ccmod.netsys.cost import CostModel, PhysicalCost, PiecewiseLinearCost
 from ccmod.netsys.nic import COMMON_PARAMS, parse_common, split_common
 from ccmod.netsys.registry import NETWORKS
 from ccmod.registry import format_default, parse_spec
+
+if TYPE_CHECKING:   # pandas only for the listings (not on a run's start-up path)
+    import pandas as pd
 
 SRC = "--network"
 
@@ -95,18 +97,21 @@ def list_networks() -> pd.DataFrame:
     ``params`` is ``key=default`` joined with ``, `` (``derived`` = sized from the run or
     from another parameter, ``required`` = must be given).
     """
+    import pandas as pd
     rows = [{k: r[k] for k in ("name", "description", "params")} for r in NETWORKS.listing()]
     return pd.DataFrame(rows, columns=["name", "description", "params"])
 
 
 def common_params() -> pd.DataFrame:
     """The parameters every network accepts (NIC and intra-node resources)."""
+    import pandas as pd
     return pd.DataFrame([{"param": k, "doc": v} for k, v in COMMON_PARAMS.items()],
                         columns=["param", "doc"])
 
 
 def network_params(name: str) -> pd.DataFrame:
     """The declared parameters of one network: ``param``, ``type``, ``default``, ``doc``."""
+    import pandas as pd
     entry = NETWORKS.get(name, source=SRC)
     declared = NETWORKS.params_of(entry) or {}
     rows = [{"param": k, "type": p.type.__name__, "default": format_default(p),

@@ -13,8 +13,9 @@ and what is wrong, e.g. an unreachable node or a route through a link that does 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ccmod.errors import CcmodInputError
 
@@ -117,12 +118,17 @@ def _vname(net, v: int) -> str:
     return str(names[v]) if names is not None and 0 <= v < len(names) else f"vertex {v}"
 
 
+if TYPE_CHECKING:   # pandas only for the link table (not on a run's start-up path)
+    import pandas as pd
+
+
 def link_table(net) -> pd.DataFrame:
     """One row per (link, direction): ``resource``, ``link``, ``name``, ``direction``,
     ``from``, ``to``, ``bandwidth_Bps``, ``latency_s``.
 
     ``from``/``to`` are vertex names when the network knows its endpoints, else empty.
     """
+    import pandas as pd
     nl = len(net.link_names)
     ends = getattr(net, "link_ends", None)
     rows = []

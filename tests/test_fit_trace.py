@@ -24,14 +24,16 @@ LAT_S, BW_BPS = 4e-6, 2e9
 SIZES = [8, 64, 512, 4096, 32768, 262144, 1048576]
 
 
-def synthetic_trace(folder, n_msgs=600, seed=7):
+def synthetic_trace(folder, n_msgs=600, seed=7, costs=None):
     """liballprof trace, 4 ranks, pairs 0->1 and 2->3: T(n) plus random disturbance.
 
     Every message: the sender enters MPI_Send at ts; the receiver enters MPI_Recv at tr,
     before or after the send; the data arrives at ts + T(n) + wait (wait = 0 for 25 % of
     the messages, else exponential with mean T(n) + 20 us: contention, rendezvous); the
-    receive returns at max(arrival, tr + 0.3 us) + 0.1 us.
+    receive returns at max(arrival, tr + 0.3 us) + 0.1 us. ``costs`` maps a pair to its
+    own (latency_s, bandwidth_Bps) (default: LAT_S, BW_BPS for both).
     """
+    costs = costs or {}
     rng = np.random.default_rng(seed)
     lines = {r: ["# htor's PMPI Tracer 0.9 Output File", "# synthetic (ccmod tests)"]
              for r in range(4)}
@@ -39,7 +41,8 @@ def synthetic_trace(folder, n_msgs=600, seed=7):
         t = 100.0
         for _ in range(n_msgs // 2):
             n = int(rng.choice(SIZES))
-            quiet_us = (LAT_S + n / BW_BPS) * 1e6
+            lat, bw = costs.get((src, dst), (LAT_S, BW_BPS))
+            quiet_us = (lat + n / bw) * 1e6
             ts = t + rng.uniform(0, 5)
             tr = t + rng.uniform(0, 5) + (rng.exponential(30) if rng.random() < 0.3 else 0)
             wait = 0.0 if rng.random() < 0.25 else rng.exponential(quiet_us + 20)
@@ -74,6 +77,34 @@ def test_synthetic_trace_recovers_quiet_cost(tmp_path):
     # the median of the same messages is far above the quiet cost: the envelope matters
     med = fit_traces([f], breakpoints="none", quantile=0.5).model
     assert med.seg_latency_s[0] > 3 * LAT_S
+
+
+def test_synthetic_intra_node_pair_fitted_apart(tmp_path, monkeypatch):
+    """Ranks 0 and 1 share a node (placement as a trace records it), 2 and 3 do not: the
+    network cost comes from the 2 -> 3 messages, 'intra' from the 0 -> 1 ones."""
+    import ccmod.fit_trace as ft
+    intra_cost = (1e-6, 8e9)
+    f = synthetic_trace(tmp_path, costs={(0, 1): intra_cost})
+    from ccmod import workloads
+    real_read = workloads.read_workload
+
+    def read_placed(path, fmt="auto", **kw):
+        w = real_read(path, fmt, **kw)
+        w.meta["placement"] = {"node_of_rank": [0, 0, 1, 2], "node_names": ["a", "b", "c"],
+                               "source": "test"}
+        return w
+
+    monkeypatch.setattr(workloads, "read_workload", read_placed)
+    rep = ft.fit_traces([f], breakpoints="none")
+    m = rep.model
+    assert m.seg_latency_s[0] == pytest.approx(LAT_S, rel=0.15)
+    assert m.seg_bandwidth_Bps[0] == pytest.approx(BW_BPS, rel=0.05)
+    assert m.intra_latency_s == pytest.approx(intra_cost[0], rel=0.3)
+    assert m.intra_bandwidth_Bps == pytest.approx(intra_cost[1], rel=0.05)
+    c = rep.envelope.counts
+    assert 0 < c["intra_node"] < c["used"]
+    # the network segments are supported by the inter-node messages only
+    assert rep.segments()[0]["n_messages"] == c["used"] - c["intra_node"]
 
 
 def test_synthetic_trace_later_start_is_lower_bound(tmp_path):

@@ -74,6 +74,17 @@ def test_other_run_options(opts, tmp_path):
     assert r2.makespan_s == r1.makespan_s
 
 
+def test_a_map_that_permutes_and_skips_nodes_reads_back_onto_the_same_nodes(tmp_path):
+    m = tmp_path / "map.txt"
+    m.write_text("3\n0\n5\n0\n")          # ranks on nodes 3, 0, 5, 0 (1, 2, 4 unused)
+    out = tmp_path / "run"
+    r1 = run(DATA / "smpi-npb" / "FT.S.4", network="torus:dims=3x3", mapping=str(m),
+             sinks=["paraver"], out_dir=out)
+    r2 = run(out / "trace.prv", network="torus:dims=3x3")      # --map trace (default)
+    assert r2.ranks["node"].tolist() == r1.ranks["node"].tolist() == [3, 0, 5, 0]
+    assert r2.makespan_s == r1.makespan_s
+
+
 def test_compute_survives_exactly_and_without_ccmod_events_to_the_ns(tmp_path):
     w = generate("halo2d:px=2,py=2,iterations=4,dist=exponential", seed=1)
     r1, r2, prv = _round_trip(w, tmp_path)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ccmod.errors import CcmodInputError
 from ccmod.workloads import detect_format, read_workload
-from ccmod.workloads.base import OP_COMPUTE, OP_RECV, OP_SEND, Workload
+from ccmod.workloads.base import OP_COMPUTE, OP_RECV, OP_SEND, Workload, WorkloadBuilder
 from ccmod.workloads.tabular import COLUMNS, write_csv, write_parquet
 
 FIELDS = ("rank_ptr", "op", "peer", "tag", "nbytes", "duration_s", "req", "line", "file_id")
@@ -176,3 +176,29 @@ def test_bad_tabular_files(tmp_path):
     pq.write_table(pa.table({"rank": [0], "op": [0]}), tmp_path / "other.parquet")
     with pytest.raises(CcmodInputError, match="missing column"):
         read_workload(tmp_path / "other.parquet", fmt="parquet")
+
+
+def test_parquet_is_read_in_batches_whatever_the_row_groups(tmp_path, monkeypatch):
+    # one 1000-row row group, read 64 rows at a time: same workload as one batch, and the
+    # reader never asks pyarrow for more rows at once than batch_rows
+    import pyarrow.parquet as pq
+    b = WorkloadBuilder(3)
+    for i in range(500):
+        b.send(i % 3, (i + 1) % 3, 8 * i, tag=i % 5)
+        b.recv((i + 1) % 3, i % 3, 8 * i, tag=i % 5)
+    w = b.build()
+    p = write_parquet(w, tmp_path / "w.parquet", row_group_size=1000)
+    seen = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self, *a, **k):
+        for batch in real(self, *a, **k):
+            seen.append(batch.num_rows)
+            yield batch
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    got = read_workload(p, batch_rows=64)
+    assert max(seen) == 64 and sum(seen) == 1000
+    _identical(w, got, meta=False)
+    seen.clear()
+    _identical(w, read_workload(p, compute_scale=2.0), meta=False)  # no compute records
+    assert max(seen) <= 1 << 16

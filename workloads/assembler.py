@@ -124,8 +124,10 @@ class TraceAssembler:
         self.meta: dict = {"format": fmt}
         from ccmod.workloads.measured import TracedTime
         self.traced = TracedTime(self.nranks)   # measured window and MPI time (meta)
-        # the MPI call each rank is in, as a shared [t_start, t_end] list: every entry made
-        # during the call keeps a reference, so its end is known once the call returns
+        # the MPI call each rank is in: its start time until a message record needs it, then
+        # a [t_start, t_end] list shared by the call's entries (its end is filled in when
+        # the call returns), or a (t_start, t_end) tuple when the reader knows both ends;
+        # made lazily so calls without messages cost nothing
         self._call: list = [None] * self.nranks
         self._pairs: list = []                  # matched (src, send entry, recv entry)
 
@@ -161,7 +163,7 @@ class TraceAssembler:
         ``name`` (e.g. ``MPI_Init``) lets the measured time keep MPI_Init/MPI_Finalize
         apart, since they are not replayed."""
         self.traced.enter(rank, t_s, name)
-        self._call[rank] = [t_s, t_s]
+        self._call[rank] = t_s
         last = self.last_exit[rank]
         if last is not None:
             gap = t_s - last
@@ -179,18 +181,22 @@ class TraceAssembler:
         self.traced.leave(rank, t_s)
         self.last_exit[rank] = t_s
         c = self._call[rank]
-        if c is not None:
+        if isinstance(c, list):
             c[1] = t_s
-            self._call[rank] = None
+        self._call[rank] = None
 
     def call_span(self, rank: int, t0_s: float, t1_s: float) -> None:
         """The MPI call whose records follow runs from ``t0_s`` to ``t1_s`` (for readers
         that know a call's both ends up front instead of calling mpi_enter/mpi_leave)."""
-        self._call[rank] = [t0_s, t1_s]
+        self._call[rank] = (t0_s, t1_s)
 
     def _window(self, rank, t_s):
         c = self._call[rank]
-        return c if c is not None else [t_s, t_s]
+        if c is None:                 # a record outside any call: its own time
+            return (t_s, t_s)
+        if not isinstance(c, (list, tuple)):
+            c = self._call[rank] = [c, c]
+        return c
 
     # -- point to point -----------------------------------------------------------------
     def _p2p(self, rank, op, peer, nbytes, tag, req, line, fid, t_s):

@@ -116,9 +116,9 @@ class WorkloadBuilder:
 
     def __init__(self, nranks: int | None = None):
         self.nranks = nranks
-        self._cols: dict[str, list] = {k: [] for k in
-                                       ("rank", "op", "peer", "tag", "nbytes", "duration_s",
-                                        "req", "line", "file_id")}
+        self._cols: dict[str, list] = _fresh_cols()
+        # closed chunks, in append order: (lists, arrays or None); see add_chunk
+        self._chunks: list[tuple[dict, dict | None]] = []
         self.files: list[str] = []
         self._file_index: dict[str, int] = {}
         self.meta: dict = {}
@@ -136,6 +136,27 @@ class WorkloadBuilder:
         c["rank"].append(rank); c["op"].append(op); c["peer"].append(peer)
         c["tag"].append(tag); c["nbytes"].append(nbytes); c["duration_s"].append(duration_s)
         c["req"].append(req); c["line"].append(line); c["file_id"].append(file_id)
+
+    def close_lists(self) -> None:
+        """Close the records appended so far into a chunk (later appends start anew)."""
+        if self._cols["op"]:
+            self._chunks.append((self._cols, None))
+            self._cols = _fresh_cols()
+
+    def take_lists(self) -> dict[str, list]:
+        """Hand over the records appended since :meth:`close_lists` (as column lists)."""
+        cols, self._cols = self._cols, _fresh_cols()
+        return cols
+
+    def add_chunk(self, lists: dict[str, list], arrays: dict[str, np.ndarray]) -> None:
+        """Append records given as column ``lists`` (from :meth:`take_lists`) merged with
+        column ``arrays`` by their ``line`` (stable: the lists' records first on a tie).
+
+        Used by the vectorised TI reader: the records of one block of lines, some built
+        by the line parser (lists), the others vectorised (arrays), in line order.
+        """
+        self.close_lists()
+        self._chunks.append((lists, arrays))
 
     # convenience wrappers -------------------------------------------------------------
     def compute(self, rank, duration_s, **kw):
@@ -165,20 +186,20 @@ class WorkloadBuilder:
     def amrequest(self, rank, dst, nbytes, handler_s, **kw):
         self.add(rank, OP_AMREQUEST, peer=dst, nbytes=int(nbytes), duration_s=float(handler_s), **kw)
 
-    def _bad_value(self, name: str, dtype) -> None:
+    def _bad_value(self, name: str, dtype, cols: dict) -> None:
         """Raise a one-line error at the first record whose ``name`` does not fit ``dtype``
         (e.g. a byte count of 2**63 in a trace): file:line instead of OverflowError."""
         from ccmod.errors import CcmodInputError
         from ccmod.guard import excerpt
         info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else None
-        for i, v in enumerate(self._cols[name]):
+        for i, v in enumerate(cols[name]):
             try:
                 ok = (info.min <= int(v) <= info.max) if info else np.isfinite(float(v)) \
                     or name == "duration_s" and float(v) == float("inf")
             except (OverflowError, ValueError, TypeError):
                 ok = False
             if not ok:
-                fid, line = self._cols["file_id"][i], self._cols["line"][i]
+                fid, line = cols["file_id"][i], cols["line"][i]
                 src = self.files[fid] if isinstance(fid, int) and 0 <= fid < len(self.files) \
                     else None
                 raise CcmodInputError(f"{name} {excerpt(v)} is out of range",
@@ -187,24 +208,43 @@ class WorkloadBuilder:
                                            "record corrupt?")
 
     def build(self) -> Workload:
-        c = self._cols
-        rank = np.asarray(c["rank"], dtype=np.int64)
+        chunks = [(lists, arrs, _merge_order(lists, arrs))
+                  for lists, arrs in self._chunks + [(self._cols, None)]]
+
+        def raw(name, dtype):
+            # one column of every chunk in append order; chunk arrays are released as used
+            parts = []
+            for lists, arrs, o in chunks:
+                try:
+                    a = np.asarray(lists[name], dtype=dtype)
+                except (OverflowError, ValueError, TypeError):
+                    self._bad_value(name, dtype, lists)
+                    raise
+                if arrs is not None:
+                    b = arrs.pop(name).astype(dtype, copy=False)
+                    a = np.concatenate([a, b]) if len(a) else b
+                    if o is not None:
+                        a = a[o]
+                parts.append(a)
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+        rank = raw("rank", np.int64)
         nranks = self.nranks
         if nranks is None:
             nranks = int(rank.max()) + 1 if rank.size else 0
-        order = np.argsort(rank, kind="stable")
+        # stable sort by rank (identity when already in rank order: no copies then)
+        order = None if np.all(rank[1:] >= rank[:-1]) else np.argsort(rank, kind="stable")
         counts = np.bincount(rank, minlength=nranks) if rank.size else np.zeros(nranks, np.int64)
         rank_ptr = np.zeros(nranks + 1, dtype=np.int64)
         np.cumsum(counts, out=rank_ptr[1:])
+        n = rank.size
+        del rank
 
         def col(name, dtype):
-            if not rank.size:
+            if not n:
                 return np.zeros(0, dtype)
-            try:
-                return np.asarray(c[name], dtype=dtype)[order]
-            except (OverflowError, ValueError, TypeError):
-                self._bad_value(name, dtype)
-                raise
+            a = raw(name, dtype)
+            return a if order is None else a[order]
 
         return Workload(
             nranks=nranks, rank_ptr=rank_ptr, op=col("op", np.int8), peer=col("peer", np.int32),
@@ -212,3 +252,18 @@ class WorkloadBuilder:
             duration_s=col("duration_s", np.float64), req=col("req", np.int64),
             line=col("line", np.int64), file_id=col("file_id", np.int32),
             files=list(self.files), meta=dict(self.meta))
+
+
+def _merge_order(lists: dict, arrs: dict | None):
+    """Order merging a chunk's list records with its array records by line (None: as is)."""
+    if arrs is None:
+        return None
+    line = np.concatenate([np.asarray(lists["line"], np.int64), arrs["line"]])
+    if np.all(line[1:] >= line[:-1]):
+        return None
+    return np.argsort(line, kind="stable")
+
+
+def _fresh_cols() -> dict[str, list]:
+    return {k: [] for k in ("rank", "op", "peer", "tag", "nbytes", "duration_s", "req", "line",
+                            "file_id")}

@@ -254,7 +254,7 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
     glob_s = {str(t): t for t in range(_GSEND, _GCOMM + 1)}
     own_s = {str(CCMOD_POSTS): "posts", str(CCMOD_COMPLETES): "done",
              str(CCMOD_COMPUTE): "exact"}
-    native_barrier = False
+    native_barrier = own_output = False     # ccmod's own output (private event types)
 
     for raw in f:
         state["n"] += 1
@@ -308,6 +308,7 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
                     g[glob_s[ts]] = int(x[i + 1])
                 elif ts in own_s and begun is not None:
                     getattr(begun, own_s[ts]).append(int(x[i + 1]))
+                    own_output = True
                 elif ts == str(CCMOD_NATIVE_BARRIER):
                     native_barrier = True
             if g is not None and begun is not None:
@@ -369,7 +370,7 @@ def _convert(f, path, state, names, pcf_unit, have_pcf, compute_scale, collectiv
                  "calls are treated as blocking point-to-point")
     from ccmod.workloads.placement import paraver_placement
     toks = _split_top(header[header.find("):") + 2:].strip())
-    placed = paraver_placement(toks[3:3 + len(ntasks)], _base(path))
+    placed = paraver_placement(toks[3:3 + len(ntasks)], _base(path), numbered=own_output)
     if placed is not None:
         asm.meta["placement"] = placed
     return asm.build(time_unit_s=unit, clock_resolution_s=unit, communication_records=len(crecs),

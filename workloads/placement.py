@@ -65,12 +65,23 @@ def paraver_row_nodes(row_path: str) -> list[str] | None:
     return None
 
 
-def paraver_placement(app_specs, base: str) -> dict | None:
-    """Placement of a Paraver trace's ranks (header node ids, ``base.row`` names)."""
+def paraver_placement(app_specs, base: str, numbered: bool = False) -> dict | None:
+    """Placement of a Paraver trace's ranks (header node ids, ``base.row`` names).
+
+    ``numbered``: the trace is ccmod's own output, whose ``.row`` names the nodes
+    ``node<N>`` after the run's node numbers; those numbers are kept (so a ``--map`` that
+    permutes nodes or leaves some unused reads back onto the same nodes).
+    """
     nodes = paraver_task_nodes(app_specs)
     if nodes is None:
         return None
     names = paraver_row_nodes(base + ".row")
+    ids = [re.fullmatch(r"node(\d{1,9})", n) for n in names or []]
+    if numbered and ids and all(ids) and all(1 <= n <= len(ids) for n in nodes):
+        node_of_rank = [int(ids[n - 1].group(1)) for n in nodes]
+        return {"node_of_rank": node_of_rank,
+                "node_names": [f"node{k}" for k in range(max(node_of_rank) + 1)],
+                "source": f"ccmod's {os.path.basename(base)}.row (node numbers kept)"}
     if names and all(1 <= n <= len(names) for n in nodes):
         keys = [names[n - 1] for n in nodes]
         src = f"Paraver header and {os.path.basename(base)}.row"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ccmod.errors import CcmodInputError
 from ccmod.guard import excerpt, inside_folder, open_gzip_bounded
+from ccmod.workloads import ti_fast
 from ccmod.workloads.registry import READERS
 from ccmod.workloads.ti_parse import VALID_ACTIONS, WAIT_IDS, TIParser, looks_untagged
 
@@ -224,16 +225,18 @@ class TIReader:
                                       hint="TI lines look like '0 compute 1e6'")
             return self._read_files(files, len(files), "folder", str(path), opts)
         text = read_text(path)
-        lines = text.splitlines()
-        toks, ln = _first_tokens(lines)
+        head, complete = _text_head(text)
+        toks, ln = _first_tokens(head)
+        if not toks and not complete:
+            toks, ln = _first_tokens(text.splitlines())
         if len(toks) == 1 and not (toks[0].isdigit() and resolve_listed(path, toks[0]) is None):
-            files = self._listed(path, lines)
+            files = self._listed(path, text.splitlines())
             return self._read_files(files, len(files), "description", str(path), opts)
         if len(toks) == 4 and _is_number(toks[2]) and _is_number(toks[3]) \
                 and not _is_action_line(toks):
             from ccmod.workloads.ti_multi import read_replay_multiple
-            return read_replay_multiple(self, path, lines, opts)
-        siblings = _rank_siblings(path, lines)
+            return read_replay_multiple(self, path, text.splitlines(), opts)
+        siblings = _rank_siblings(path, head)
         if siblings:
             w = self._read_files(siblings, len(siblings), "per-rank siblings", str(path), opts)
             w.meta.setdefault("notes", []).append(
@@ -242,7 +245,8 @@ class TIReader:
                 f"({', '.join(f.name for f in siblings[:4])}{' ...' if len(siblings) > 4 else ''})")
             return w
         p = TIParser(None, **_parser_opts(opts))
-        p.feed(lines, str(path), untagged=looks_untagged(text))
+        _feed_text(p, text, str(path))
+        del text, head       # the records are built: the text's memory can go
         w = p.finish(str(path))
         w.meta["layout"] = "one-file"
         return w
@@ -269,12 +273,33 @@ class TIReader:
     def _read_files(self, files, nranks, layout, what, opts):
         p = TIParser(nranks, **_parser_opts(opts))
         for f in files:
-            text = read_text(f)
-            p.feed(text.splitlines(), str(f), untagged=looks_untagged(text))
+            _feed_text(p, read_text(f), str(f))
         w = p.finish(what)
         w.meta["layout"] = layout
         w.meta["source"] = what
         return w
+
+
+def _feed_text(p: TIParser, text: str, fname: str) -> None:
+    """Feed one file's text to the parser: vectorised when large (same records, errors)."""
+    data = ti_fast.to_bytes(text) if ti_fast.usable(text) else None
+    if data is None:
+        p.feed(text.splitlines(), fname, untagged=looks_untagged(text))
+    else:
+        ti_fast.feed(p, data, fname, ti_fast.untagged(data), ti_fast.LazyLines(text))
+
+
+def _text_head(text: str, n: int = 2000) -> tuple[list[str], bool]:
+    """The first ``n`` lines of ``text`` (all when fewer) without splitting all of it, and
+    whether they are all its lines."""
+    size = 1 << 16
+    while True:
+        lines = text[:size].splitlines()
+        if size >= len(text):
+            return lines, True
+        if len(lines) > n:
+            return lines[:n], False
+        size *= 4
 
 
 def _rank_siblings(path: Path, lines) -> list[Path] | None:

@@ -240,8 +240,12 @@ class TIParser:
         self.b.nranks = n
 
     # ------------------------------------------------------------------ main loop
-    def feed(self, lines, fname: str, untagged: bool = False) -> None:
-        """Parse the action ``lines`` of file ``fname`` (one file of the trace)."""
+    def feed(self, lines, fname: str, untagged: bool = False, numbered=None) -> None:
+        """Parse the action ``lines`` of file ``fname`` (one file of the trace).
+
+        ``numbered`` (``(line number, text)`` pairs) restricts the pass to those lines;
+        ``lines`` is then only read when a collective needs every rank (prescan).
+        """
         if self.syntax == "untagged":
             untagged = True
         elif self.syntax == "tagged":
@@ -259,7 +263,7 @@ class TIParser:
         parts: list[str] = []
         ln = 0
         try:
-            for ln, raw in enumerate(lines, 1):
+            for ln, raw in enumerate(lines, 1) if numbered is None else numbered:
                 if "#" in raw:
                     raw = raw[:raw.index("#")]
                 parts = raw.split()

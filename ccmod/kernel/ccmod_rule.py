@@ -20,33 +20,32 @@ found lazily, once per event horizon (:func:`cc_flush`):
 
 The next completion of every group is one entry of an indexed heap over resources (the
 sharing part of the event horizon). Sizes are static: a resource's groups never hold more
-messages than routes cross it, so all pools are allocated once (:func:`cc_new`).
+messages than routes cross it, so all pools are allocated once (:func:`cc_new`), as slices
+of the kernel's two buffers (``S`` holds offsets into ``I`` and ``F``, see
+:mod:`ccmod.kernel.state`).
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
-from numba import njit
 
-from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update, resource_segments
+from ccmod.kernel.compiled import cc_state, leaf
+from ccmod.kernel.state import CcState
+from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
+                                sort_ids)
 
 INF = np.inf
 # integer scalars (si) and float scalars (sf) of the state
 N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE = range(7)
 
-CcState = namedtuple("CcState", (
-    "free count share v_at t_at peak area busy t_chg "
-    "seg g_len g_item g_pos vfin a_len a_item a_pos a_res altval o_len o_item o_pos bott "
-    "ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
-    "cand_f cand_l done si sf route_ptr route_res emsg"))
 
 
-def cc_new(nresources, background, route_ptr, route_res, seg_cap=None):
-    """Allocate the state for messages with the given routes (CSR over resource ids).
+def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None):
+    """Lay out, in arena ``A`` (:class:`ccmod.kernel.state.Arena`), the state for messages
+    with the given routes (CSR over resource ids); returns the offsets.
 
     ``seg_cap[l]`` bounds how many messages may be active on ``l`` at once (default: how
-    many routes cross it).
+    many routes cross it). ``routes``: the ``(route_ptr, route_res)`` fields laid out
+    already (``A.where(...)``), shared instead of copied.
     """
     R = int(nresources)
     M = len(route_ptr) - 1
@@ -55,330 +54,341 @@ def cc_new(nresources, background, route_ptr, route_res, seg_cap=None):
     emsg = np.zeros(E, np.int64)     # message of each route entry
     rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
     emsg[:len(rep)] = rep
-    i8 = lambda n, v=0: np.full(n, v, np.int64)  # noqa: E731
-    f8 = lambda n, v=0.0: np.full(n, v, np.float64)  # noqa: E731
-    b1 = lambda n: np.zeros(n, np.bool_)  # noqa: E731
-    return CcState(
-        1.0 - np.asarray(background, np.float64), i8(R), f8(R, INF), f8(R), f8(R), i8(R),
-        f8(R), f8(R), f8(R),
-        seg, i8(R), i8(max(P, 1)), i8(M, -1), f8(M), i8(R), i8(max(P, 1)), i8(M, -1),
-        i8(M, -1), f8(M, INF), i8(R), i8(max(P, 1)), i8(E, -1), i8(M, -1),
-        i8(1), i8(R), i8(R, -1), f8(R, INF), i8(M), f8(M), b1(R), i8(R), b1(R), i8(R), b1(R),
-        i8(R), b1(M), i8(M), i8(M), i8(8), f8(2),
-        np.asarray(route_ptr, np.int64), np.asarray(route_res, np.int64), emsg)
+    P = max(P, 1)
+    if routes is None:
+        routes = (("i", M + 1, np.asarray(route_ptr, np.int64)),
+                  ("i", E, np.asarray(route_res, np.int64)))
+    return A.struct(
+        CcState, free=("f", R, 1.0 - np.asarray(background, np.float64)), count=("i", R, 0),
+        share=("f", R, INF), v_at=("f", R, 0.0), t_at=("f", R, 0.0), peak=("i", R, 0),
+        area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0), seg=("i", R + 1, seg),
+        g_len=("i", R, 0), g_item=("i", P, 0), g_pos=("i", M, -1), vfin=("f", M, 0.0),
+        a_len=("i", R, 0), a_item=("i", P, 0), a_pos=("i", M, -1), a_res=("i", M, -1),
+        altval=("f", M, INF), o_len=("i", R, 0), o_item=("i", P, 0), o_pos=("i", E, -1),
+        bott=("i", M, -1), ev_len=("i", 1, 0), ev_item=("i", R, 0), ev_pos=("i", R, -1),
+        ev_t=("f", R, INF), new_m=("i", M, 0), new_w=("f", M, 0.0), dec_f=("i", R, 0),
+        dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0), tch_f=("i", R, 0),
+        tch_l=("i", R, 0), cand_f=("i", M, 0), cand_l=("i", M, 0), done=("i", M, 0),
+        si=("i", 8, 0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
+        emsg=("i", E, emsg))
 
 
-@njit(cache=True)
-def _vclock(share, v_at, t_at, r, t):
-    # the few arrays it reads, not the state tuple: a call increfs every array it is given
-    s = share[r]
+@leaf
+def _vclock(S, F, r, t):
+    s = F[S.share + r]
     if s == INF:
-        return v_at[r]
-    return v_at[r] + s * (t - t_at[r])
+        return F[S.v_at + r]
+    return F[S.v_at + r] + s * (t - F[S.t_at + r])
 
 
-@njit(cache=True)
-def cc_vclock(S, r, t):
+@leaf
+def cc_vclock(I, F, r, t):
     """Virtual clock (quiet-seconds served per message) of group r at time t."""
-    return _vclock(S.share, S.v_at, S.t_at, r, t)
+    S = cc_state(I)
+    return _vclock(S, F, r, t)
 
 
-@njit(cache=True)
-def _mark(flag, lst, si, k, r):
-    if not flag[r]:
-        flag[r] = True
-        lst[si[k]] = r
-        si[k] += 1
+@leaf
+def _mark(I, flag, lst, si, k, r):
+    if not I[flag + r]:
+        I[flag + r] = 1
+        I[lst + I[si + k]] = r
+        I[si + k] += 1
 
 
-@njit(cache=True)
-def cc_set_count(S, r, t, delta):
+@leaf
+def cc_set_count(I, F, r, t, delta):
     """Change the contention of resource r at time t (integrating its statistics)."""
-    return _set_count(S.free, S.count, S.share, S.v_at, S.t_at, S.peak, S.area, S.busy,
-                      S.t_chg, r, t, delta)
-
-
-@njit(cache=True)
-def _set_count(free, count, share, v_at, t_at, peak, area, busy, t_chg, r, t, delta):
-    v_at[r] = _vclock(share, v_at, t_at, r, t)
-    t_at[r] = t
-    c0 = count[r]
+    S = cc_state(I)
+    F[S.v_at + r] = _vclock(S, F, r, t)
+    F[S.t_at + r] = t
+    c0 = I[S.count + r]
     if c0:
-        dt = t - t_chg[r]
-        area[r] += c0 * dt
-        busy[r] += dt
-    t_chg[r] = t
+        dt = t - F[S.t_chg + r]
+        F[S.area + r] += c0 * dt
+        F[S.busy + r] += dt
+    F[S.t_chg + r] = t
     c = c0 + delta
-    count[r] = c
+    I[S.count + r] = c
     # BA never exceeds 1 (no faster than quiet): only binds when free > 1, i.e. under
     # ccmod:capacity=ratio where free is a capacity / quiet-bandwidth ratio
-    share[r] = min(free[r] / c, 1.0) if c > 0 else INF
-    if c > peak[r]:
-        peak[r] = c
+    F[S.share + r] = min(F[S.free + r] / c, 1.0) if c > 0 else INF
+    if c > I[S.peak + r]:
+        I[S.peak + r] = c
     if c == 0:
-        v_at[r] = 0.0      # empty group: restart its clock (keeps precision)
+        F[S.v_at + r] = 0.0      # empty group: restart its clock (keeps precision)
     return c
 
 
-@njit(cache=True)
-def _best(route_ptr, route_res, share, m, exclude):
+@leaf
+def _best(S, I, F, m, exclude):
     """(min share, resource) over m's route, optionally excluding one resource."""
     best = INF
     br = -1
-    for e in range(route_ptr[m], route_ptr[m + 1]):
-        r = route_res[e]
+    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+        r = I[S.route_res + e]
         if r != exclude:
-            s = share[r]
+            s = F[S.share + r]
             if s < best or (s == best and r < br):
                 best = s
                 br = r
     return best, br
 
 
-@njit(cache=True)
-def _alt_out(a_res, a_item, a_pos, altval, seg, a_len, m):
-    h = a_res[m]
+@leaf
+def _alt_out(S, I, F, m):
+    h = I[S.a_res + m]
     if h >= 0:
-        iheap_remove(a_item, a_pos, altval, seg[h], a_len, h, m)
-        a_res[m] = -1
+        iheap_remove(I, F, S.a_item, S.a_pos, S.altval, I[S.seg + h], S.a_len, h, m)
+        I[S.a_res + m] = -1
 
 
-@njit(cache=True)
-def _push_alt(route_ptr, route_res, share, a_res, a_item, a_pos, altval, seg, a_len, m, b):
-    alt, _ = _best(route_ptr, route_res, share, m, b)
-    _alt_out(a_res, a_item, a_pos, altval, seg, a_len, m)
-    altval[m] = alt
+@leaf
+def _push_alt(I, F, m, b):
+    S = cc_state(I)
+    alt, _ = _best(S, I, F, m, b)
+    _alt_out(S, I, F, m)
+    F[S.altval + m] = alt
     if alt < INF:
-        iheap_push(a_item, a_pos, altval, seg[b], a_len, b, m)
-        a_res[m] = b
+        iheap_push(I, F, S.a_item, S.a_pos, S.altval, I[S.seg + b], S.a_len, b, m)
+        I[S.a_res + m] = b
 
 
-@njit(cache=True)
-def _others_add(route_res, o_pos, o_len, o_item, seg, e):
-    r = route_res[e]
-    if o_pos[e] < 0:
-        n = o_len[r]
-        o_item[seg[r] + n] = e
-        o_pos[e] = n
-        o_len[r] = n + 1
+@leaf
+def _others_add(S, I, e):
+    r = I[S.route_res + e]
+    if I[S.o_pos + e] < 0:
+        n = I[S.o_len + r]
+        I[S.o_item + I[S.seg + r] + n] = e
+        I[S.o_pos + e] = n
+        I[S.o_len + r] = n + 1
 
 
-@njit(cache=True)
-def _others_del(route_res, o_pos, o_len, o_item, seg, e):
-    i = o_pos[e]
+@leaf
+def _others_del(S, I, e):
+    i = I[S.o_pos + e]
     if i >= 0:
-        r = route_res[e]
-        n = o_len[r] - 1
-        last = o_item[seg[r] + n]
-        o_item[seg[r] + i] = last
-        o_pos[last] = i
-        o_len[r] = n
-        o_pos[e] = -1
+        r = I[S.route_res + e]
+        n = I[S.o_len + r] - 1
+        o = S.o_item + I[S.seg + r]
+        last = I[o + n]
+        I[o + i] = last
+        I[S.o_pos + last] = i
+        I[S.o_len + r] = n
+        I[S.o_pos + e] = -1
 
 
-@njit(cache=True)
-def _join(S, m, r, t, remaining):
+@leaf
+def _join(I, F, m, r, t, remaining):
     """Put m into group r with ``remaining`` quiet-seconds of work."""
-    S.bott[m] = r
-    S.vfin[m] = _vclock(S.share, S.v_at, S.t_at, r, t) + remaining
-    iheap_push(S.g_item, S.g_pos, S.vfin, S.seg[r], S.g_len, r, m)
-    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
-        if S.route_res[e] == r:
-            _others_del(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
+    S = cc_state(I)
+    I[S.bott + m] = r
+    F[S.vfin + m] = _vclock(S, F, r, t) + remaining
+    iheap_push(I, F, S.g_item, S.g_pos, S.vfin, I[S.seg + r], S.g_len, r, m)
+    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+        if I[S.route_res + e] == r:
+            _others_del(S, I, e)
         else:
-            _others_add(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
-    _push_alt(S.route_ptr, S.route_res, S.share, S.a_res, S.a_item, S.a_pos, S.altval,
-              S.seg, S.a_len, m, r)
-    _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
+            _others_add(S, I, e)
+    _push_alt(I, F, m, r)
+    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
-@njit(cache=True)
-def _move(S, m, r_new, t):
-    old = S.bott[m]
-    rem = S.vfin[m] - _vclock(S.share, S.v_at, S.t_at, old, t)
-    iheap_remove(S.g_item, S.g_pos, S.vfin, S.seg[old], S.g_len, old, m)
-    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
-        if S.route_res[e] == old:
-            _others_add(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
-    _mark(S.tch_f, S.tch_l, S.si, N_TCH, old)
-    _join(S, m, r_new, t, rem if rem > 0.0 else 0.0)
+@leaf
+def _move(I, F, m, r_new, t):
+    S = cc_state(I)
+    old = I[S.bott + m]
+    rem = F[S.vfin + m] - _vclock(S, F, old, t)
+    iheap_remove(I, F, S.g_item, S.g_pos, S.vfin, I[S.seg + old], S.g_len, old, m)
+    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+        if I[S.route_res + e] == old:
+            _others_add(S, I, e)
+    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
+    _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
 
 
-@njit(cache=True)
-def _touch(g_len, g_item, seg, vfin, share, v_at, t_at, ev_item, ev_pos, ev_t, ev_len, r, t):
+@leaf
+def _touch(I, F, r, t):
     """Re-schedule the next completion of group r (its rate or head changed)."""
-    if g_len[r] == 0 or share[r] == INF:
-        if ev_pos[r] >= 0:
-            iheap_remove(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
+    S = cc_state(I)
+    if I[S.g_len + r] == 0 or F[S.share + r] == INF:
+        if I[S.ev_pos + r] >= 0:
+            iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
         return
-    head = g_item[seg[r]]
-    dv = vfin[head] - _vclock(share, v_at, t_at, r, t)
-    ev_t[r] = t + (dv / share[r] if dv > 0.0 else 0.0)
-    if ev_pos[r] >= 0:
-        iheap_update(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
+    head = I[S.g_item + I[S.seg + r]]
+    dv = F[S.vfin + head] - _vclock(S, F, r, t)
+    F[S.ev_t + r] = t + (dv / F[S.share + r] if dv > 0.0 else 0.0)
+    if I[S.ev_pos + r] >= 0:
+        iheap_update(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
     else:
-        iheap_push(ev_item, ev_pos, ev_t, 0, ev_len, 0, r)
+        iheap_push(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
 
 
-@njit(cache=True)
-def cc_flush(S):
+@leaf
+def cc_flush(I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
+    S = cc_state(I)
     si = S.si
-    if si[N_NEW] == 0 and si[N_DEC] == 0 and si[N_INC] == 0:
-        if si[N_TCH] == 0:
+    if I[si + N_NEW] == 0 and I[si + N_DEC] == 0 and I[si + N_INC] == 0:
+        if I[si + N_TCH] == 0:
             return
-    t = S.sf[0]
+    t = F[S.sf]
     share = S.share
-    bott = S.bott
     nc = 0
-    for i in range(si[N_DEC]):
+    for i in range(I[si + N_DEC]):
         # a lower share on r can only attract messages crossing r bottlenecked elsewhere
-        r = S.dec_l[i]
-        S.dec_f[r] = False
-        s = share[r]
-        o = S.seg[r]
-        for j in range(S.o_len[r]):
-            m2 = S.emsg[S.o_item[o + j]]
-            b = bott[m2]
-            if (s < share[b] or (s == share[b] and r < b)) or s < S.altval[m2]:
-                if not S.cand_f[m2]:
-                    S.cand_f[m2] = True
-                    S.cand_l[nc] = m2
+        r = I[S.dec_l + i]
+        I[S.dec_f + r] = 0
+        s = F[share + r]
+        o = S.o_item + I[S.seg + r]
+        for j in range(I[S.o_len + r]):
+            m2 = I[S.emsg + I[o + j]]
+            b = I[S.bott + m2]
+            sb = F[share + b]
+            if (s < sb or (s == sb and r < b)) or s < F[S.altval + m2]:
+                if not I[S.cand_f + m2]:
+                    I[S.cand_f + m2] = 1
+                    I[S.cand_l + nc] = m2
                     nc += 1
-    si[N_DEC] = 0
-    for i in range(si[N_INC]):
+    I[si + N_DEC] = 0
+    for i in range(I[si + N_INC]):
         # a higher share on r: members whose alternative is now better may leave
-        r = S.inc_l[i]
-        S.inc_f[r] = False
-        s = share[r]
-        o = S.seg[r]
-        while S.a_len[r] > 0 and S.altval[S.a_item[o]] < s:
-            m2 = S.a_item[o]
-            iheap_remove(S.a_item, S.a_pos, S.altval, o, S.a_len, r, m2)
-            S.a_res[m2] = -1
-            if not S.cand_f[m2]:
-                S.cand_f[m2] = True
-                S.cand_l[nc] = m2
+        r = I[S.inc_l + i]
+        I[S.inc_f + r] = 0
+        s = F[share + r]
+        o = I[S.seg + r]
+        while I[S.a_len + r] > 0 and F[S.altval + I[S.a_item + o]] < s:
+            m2 = I[S.a_item + o]
+            iheap_remove(I, F, S.a_item, S.a_pos, S.altval, o, S.a_len, r, m2)
+            I[S.a_res + m2] = -1
+            if not I[S.cand_f + m2]:
+                I[S.cand_f + m2] = 1
+                I[S.cand_l + nc] = m2
                 nc += 1
-    si[N_INC] = 0
-    cand = np.sort(S.cand_l[:nc])
-    for m2 in cand:
-        S.cand_f[m2] = False
-        _, b = _best(S.route_ptr, S.route_res, S.share, m2, -1)
-        if b != bott[m2]:
-            _move(S, m2, b, t)
+    I[si + N_INC] = 0
+    sort_ids(I, S.cand_l, nc)
+    for i in range(nc):
+        m2 = I[S.cand_l + i]
+        I[S.cand_f + m2] = 0
+        _, b = _best(S, I, F, m2, -1)
+        if b != I[S.bott + m2]:
+            _move(I, F, m2, b, t)
         else:
-            _push_alt(S.route_ptr, S.route_res, S.share, S.a_res, S.a_item, S.a_pos, S.altval,
-                      S.seg, S.a_len, m2, b)
-    for i in range(si[N_NEW]):
-        m = S.new_m[i]
-        _, b = _best(S.route_ptr, S.route_res, S.share, m, -1)
-        _join(S, m, b, t, S.new_w[i])
-    si[N_NEW] = 0
-    nt = si[N_TCH]
-    touched = np.sort(S.tch_l[:nt])
-    si[N_TCH] = 0
-    for r in touched:
-        S.tch_f[r] = False
-        _touch(S.g_len, S.g_item, S.seg, S.vfin, S.share, S.v_at, S.t_at, S.ev_item,
-               S.ev_pos, S.ev_t, S.ev_len, r, t)
+            _push_alt(I, F, m2, b)
+    for i in range(I[si + N_NEW]):
+        m = I[S.new_m + i]
+        _, b = _best(S, I, F, m, -1)
+        _join(I, F, m, b, t, F[S.new_w + i])
+    I[si + N_NEW] = 0
+    nt = I[si + N_TCH]
+    sort_ids(I, S.tch_l, nt)
+    I[si + N_TCH] = 0
+    for i in range(nt):
+        r = I[S.tch_l + i]
+        I[S.tch_f + r] = 0
+        _touch(I, F, r, t)
 
 
-@njit(cache=True)
-def cc_at(S, t):
+@leaf
+def cc_at(I, F, t):
     """Changes at a new instant: settle those of the previous one first."""
-    if t != S.sf[0]:
-        cc_flush(S)
-        S.sf[0] = t
+    S = cc_state(I)
+    if t != F[S.sf]:
+        cc_flush(I, F)
+        F[S.sf] = t
 
 
-@njit(cache=True)
-def cc_start(S, m, t, work):
+@leaf
+def cc_start(I, F, m, t, work):
     """Message m begins with ``work`` quiet-seconds on its route at time t."""
-    if t != S.sf[0]:
-        cc_at(S, t)
-    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
-        r = S.route_res[e]
-        _set_count(S.free, S.count, S.share, S.v_at, S.t_at, S.peak, S.area, S.busy,
-                   S.t_chg, r, t, 1)
-        _mark(S.dec_f, S.dec_l, S.si, N_DEC, r)
-        _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
-    S.new_m[S.si[N_NEW]] = m
-    S.new_w[S.si[N_NEW]] = work
-    S.si[N_NEW] += 1
-    S.si[N_ACTIVE] += 1
+    S = cc_state(I)
+    if t != F[S.sf]:
+        cc_at(I, F, t)
+    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+        r = I[S.route_res + e]
+        cc_set_count(I, F, r, t, 1)
+        _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
+        _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+    k = I[S.si + N_NEW]
+    I[S.new_m + k] = m
+    F[S.new_w + k] = work
+    I[S.si + N_NEW] = k + 1
+    I[S.si + N_ACTIVE] += 1
 
 
-@njit(cache=True)
-def cc_set_free(S, r, t, free):
+@leaf
+def cc_set_free(I, F, r, t, free):
     """Background step: resource r keeps the fraction ``free`` for messages from t on."""
-    cc_at(S, t)
-    S.v_at[r] = _vclock(S.share, S.v_at, S.t_at, r, t)
-    S.t_at[r] = t
-    old = S.share[r]
-    S.free[r] = free
-    c = S.count[r]
-    S.share[r] = min(free / c, 1.0) if c > 0 else INF
-    if S.share[r] < old:
-        _mark(S.dec_f, S.dec_l, S.si, N_DEC, r)
-    elif S.share[r] > old:
-        _mark(S.inc_f, S.inc_l, S.si, N_INC, r)
-    _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
+    S = cc_state(I)
+    cc_at(I, F, t)
+    F[S.v_at + r] = _vclock(S, F, r, t)
+    F[S.t_at + r] = t
+    old = F[S.share + r]
+    F[S.free + r] = free
+    c = I[S.count + r]
+    F[S.share + r] = min(free / c, 1.0) if c > 0 else INF
+    if F[S.share + r] < old:
+        _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
+    elif F[S.share + r] > old:
+        _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
+    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
-@njit(cache=True)
-def cc_next_time(S):
-    cc_flush(S)
-    if S.ev_len[0] == 0:
+@leaf
+def cc_next_time(I, F):
+    S = cc_state(I)
+    cc_flush(I, F)
+    if I[S.ev_len] == 0:
         return INF
-    return S.ev_t[S.ev_item[0]]
+    return F[S.ev_t + I[S.ev_item]]
 
 
-@njit(cache=True)
-def cc_pop_due(S, t, bott_out):
+@leaf
+def cc_pop_due(I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
-    (in a deterministic order), their bottleneck to ``bott_out``. Returns how many; the
-    caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
-    cc_flush(S)
-    S.sf[0] = t
+    (in a deterministic order), their bottleneck to ``I[bott_out + m]``. Returns how
+    many; the caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
+    S = cc_state(I)
+    cc_flush(I, F)
+    F[S.sf] = t
     nd = 0
-    while S.ev_len[0] > 0 and S.ev_t[S.ev_item[0]] <= t:
-        r = S.ev_item[0]
-        iheap_remove(S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
-        o = S.seg[r]
-        vt = _vclock(S.share, S.v_at, S.t_at, r, t)
+    while I[S.ev_len] > 0 and F[S.ev_t + I[S.ev_item]] <= t:
+        r = I[S.ev_item]
+        iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+        o = I[S.seg + r]
+        vt = _vclock(S, F, r, t)
         # rounding of the virtual clock only: relative to its magnitude, so a long busy
         # period does not merge completions that are really apart
         tol = 16 * 2.2e-16 * abs(vt)
         first = True
-        while S.g_len[r] > 0:
-            m2 = S.g_item[o]
-            if first or S.vfin[m2] <= vt + tol:
-                iheap_remove(S.g_item, S.g_pos, S.vfin, o, S.g_len, r, m2)
-                S.done[nd] = m2
+        while I[S.g_len + r] > 0:
+            m2 = I[S.g_item + o]
+            if first or F[S.vfin + m2] <= vt + tol:
+                iheap_remove(I, F, S.g_item, S.g_pos, S.vfin, o, S.g_len, r, m2)
+                I[S.done + nd] = m2
                 nd += 1
                 first = False
             else:
                 break
-        _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
+        _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
     for i in range(nd):
-        m = S.done[i]
-        bott_out[m] = S.bott[m]
-        S.bott[m] = -1
-        _alt_out(S.a_res, S.a_item, S.a_pos, S.altval, S.seg, S.a_len, m)
-        S.altval[m] = INF
-    S.si[N_DONE] = nd
+        m = I[S.done + i]
+        I[bott_out + m] = I[S.bott + m]
+        I[S.bott + m] = -1
+        _alt_out(S, I, F, m)
+        F[S.altval + m] = INF
+    I[S.si + N_DONE] = nd
     return nd
 
 
-@njit(cache=True)
-def cc_end(S, m, t):
+@leaf
+def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
-    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
-        r = S.route_res[e]
-        _others_del(S.route_res, S.o_pos, S.o_len, S.o_item, S.seg, e)
-        _set_count(S.free, S.count, S.share, S.v_at, S.t_at, S.peak, S.area, S.busy,
-                   S.t_chg, r, t, -1)
-        _mark(S.inc_f, S.inc_l, S.si, N_INC, r)
-        _mark(S.tch_f, S.tch_l, S.si, N_TCH, r)
-    S.si[N_ACTIVE] -= 1
+    S = cc_state(I)
+    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+        r = I[S.route_res + e]
+        _others_del(S, I, e)
+        cc_set_count(I, F, r, t, -1)
+        _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
+        _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+    I[S.si + N_ACTIVE] -= 1

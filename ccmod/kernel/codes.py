@@ -10,12 +10,17 @@ from ccmod.codes import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV,  # noqa
                          STATE_BARRIER, STATE_COMPUTE, STATE_NAMES, STATE_OVERHEAD, STATE_RECV,
                          STATE_SEND, STATE_WAIT)
 
+#: rank states kept per rank (columns of ``state_s``)
+NSTATES = len(STATE_NAMES)
 #: timer kinds (one live timer per slot: rank compute/overhead, rank resume, message, handler)
 EV_COMPUTE, EV_MSG_END, EV_LAT_END, EV_HANDLER_END, EV_RESUME, EV_START = range(6)
 #: run states of a rank besides the blocked states (>= 0, the STATE_* codes)
 RS_RUNNABLE, RS_COMPUTING, RS_FINISHED = -1, -2, -3
 #: slots of the kernel's integer scalars
-(K_SEQ, K_EVENTS, K_RECORDS, K_NBAR, K_RHEAD, K_RTAIL, K_BG, K_STARTED) = range(8)
+(K_SEQ, K_EVENTS, K_RECORDS, K_NBAR, K_RHEAD, K_RTAIL, K_BG, K_STARTED,
+ K_STARVED, K_INIT) = range(10)
+#: number of integer scalar slots
+NKS = 10
 
 SG = {name: i for i, name in enumerate(SIGNALS)}
 SG_GO_INIT = SG["GO_INIT"]

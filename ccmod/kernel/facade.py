@@ -9,9 +9,12 @@ the whole loop compiled); they hold up to ``max_messages`` messages (ids may be 
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 INF = float("inf")
+_Out = namedtuple("_Out", "bott")
 
 
 class _Facade:
@@ -23,8 +26,16 @@ class _Facade:
         self.seg_cap = np.full(self.nres, self.cap_msgs, np.int64)
         self.ids: list[int] = []
         self.bott_out: dict[int, int] = {}
-        self._bott = np.full(self.cap_msgs, -1, np.int64)
         self.nactive = 0
+
+    def _alloc(self, A, offsets):
+        """Buffers of arena ``A``; ``S`` the state's views (routes are filled through them)."""
+        self.So = offsets
+        self._Bo = A.struct(_Out, bott=("i", self.cap_msgs, -1))
+        self.I, self.F = A.alloc()
+        self.S = A.views(type(offsets), self.I, self.F)
+        self._bott = A.views(_Out, self.I, self.F).bott
+        self.route_ptr, self.route_res = self.S.route_ptr, self.S.route_res
 
     def _add_route(self, m, resources):
         k = len(self.ids)
@@ -68,30 +79,32 @@ class CcmodSharing(_Facade):
     def __init__(self, nresources, background, record_load=True, max_messages=1024,
                  max_hops=16):
         from ccmod.kernel.ccmod_rule import cc_new
+        from ccmod.kernel.state import Arena
         super().__init__(nresources, max_messages, max_hops)
-        self.S = cc_new(nresources, np.asarray(background, float), self.route_ptr,
-                        self.route_res, seg_cap=self.seg_cap)
+        A = Arena()
+        self._alloc(A, cc_new(A, nresources, np.asarray(background, float), self.route_ptr,
+                              self.route_res, seg_cap=self.seg_cap))
 
     def start(self, m, t, work, resources, cap=INF):
         from ccmod.kernel.ccmod_rule import cc_start
         k = self._add_route(m, resources)
-        cc_start(self.S, k, float(t), float(work))
+        cc_start(self.I, self.F, k, float(t), float(work))
 
     def set_load(self, r, t, load):
         """Background load of resource r becomes ``load`` at time t (an event horizon)."""
         from ccmod.kernel.ccmod_rule import cc_set_free
-        cc_set_free(self.S, int(r), float(t), 1.0 - float(load))
+        cc_set_free(self.I, self.F, int(r), float(t), 1.0 - float(load))
 
     def next_time(self) -> float:
         from ccmod.kernel.ccmod_rule import cc_next_time
-        return float(cc_next_time(self.S))
+        return float(cc_next_time(self.I, self.F))
 
     def pop_due(self, t):
         from ccmod.kernel.ccmod_rule import cc_end, cc_flush, cc_pop_due
-        nd = cc_pop_due(self.S, float(t), self._bott)
+        nd = cc_pop_due(self.I, self.F, float(t), self._Bo.bott)
         for k in self.S.done[:nd]:
-            cc_end(self.S, int(k), float(t))
-        cc_flush(self.S)
+            cc_end(self.I, self.F, int(k), float(t))
+        cc_flush(self.I, self.F)
         return self._done(nd)
 
 
@@ -101,27 +114,29 @@ class MaxMinSharing(_Facade):
     def __init__(self, nresources, capacity_Bps, background, record_load=True,
                  max_messages=1024, max_hops=16):
         from ccmod.kernel.maxmin import mm_new
+        from ccmod.kernel.state import Arena
         super().__init__(nresources, max_messages, max_hops)
-        self.S = mm_new(nresources, capacity_Bps, background, self.route_ptr, self.route_res,
-                        seg_cap=self.seg_cap)
+        A = Arena()
+        self._alloc(A, mm_new(A, nresources, capacity_Bps, background, self.route_ptr,
+                              self.route_res, seg_cap=self.seg_cap))
 
     def start(self, m, t, work, resources, cap=INF):
         from ccmod.kernel.maxmin import mm_start
         k = self._add_route(m, resources)
-        mm_start(self.S, k, float(t), float(work), float(cap))
+        mm_start(self.I, self.F, k, float(t), float(work), float(cap))
 
     def next_time(self) -> float:
         from ccmod.kernel.maxmin import mm_next_time
-        return float(mm_next_time(self.S))
+        return float(mm_next_time(self.I, self.F))
 
     def pop_due(self, t):
         from ccmod.kernel.maxmin import mm_end, mm_pop_due
-        nd = mm_pop_due(self.S, float(t), self._bott)
+        nd = mm_pop_due(self.I, self.F, float(t), self._Bo.bott)
         for k in self.S.done[:nd]:
-            mm_end(self.S, int(k), float(t))
+            mm_end(self.I, self.F, int(k), float(t))
         return self._done(nd)
 
     def set_load(self, r, t, load):
         """Background load of resource r becomes ``load`` at time t (an event horizon)."""
         from ccmod.kernel.maxmin import mm_set_free
-        mm_set_free(self.S, int(r), float(t), 1.0 - float(load))
+        mm_set_free(self.I, self.F, int(r), float(t), 1.0 - float(load))

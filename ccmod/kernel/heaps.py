@@ -1,5 +1,9 @@
 """Indexed binary heaps over flat arrays (numba), the kernel's priority queues.
 
+The arrays are slices of the kernel's two buffers (:mod:`ccmod.kernel.state`): ``item``,
+``pos``, ``lens`` (and the timers' ``seq``) are offsets into the int64 buffer ``I``,
+``key`` (the timers' ``t``) an offset into the float64 buffer ``F``.
+
 Every queue holds integer items (message ids, resource ids, timer slots) whose keys live in
 a separate array, so an item's key can change in place (``iheap_update``) and an item can
 leave from anywhere (``iheap_remove``): no stale entries, no Python object per event.
@@ -13,97 +17,102 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ccmod.kernel.compiled import leaf
+
+
 
 @njit(cache=True, inline="always")
-def _lt(key, a, b):
-    ka = key[a]
-    kb = key[b]
+def _lt(F, key, a, b):
+    ka = F[key + a]
+    kb = F[key + b]
     return ka < kb or (ka == kb and a < b)
 
 
-@njit(cache=True)
-def iheap_up(item, pos, key, off, i):
-    x = item[off + i]
+@leaf
+def iheap_up(I, F, item, pos, key, off, i):
+    item += off
+    x = I[item + i]
     while i > 0:
         p = (i - 1) >> 1
-        y = item[off + p]
-        if _lt(key, x, y):
-            item[off + i] = y
-            pos[y] = i
+        y = I[item + p]
+        if _lt(F, key, x, y):
+            I[item + i] = y
+            I[pos + y] = i
             i = p
         else:
             break
-    item[off + i] = x
-    pos[x] = i
+    I[item + i] = x
+    I[pos + x] = i
 
 
-@njit(cache=True)
-def iheap_down(item, pos, key, off, n, i):
-    x = item[off + i]
+@leaf
+def iheap_down(I, F, item, pos, key, off, n, i):
+    item += off
+    x = I[item + i]
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and _lt(key, item[off + c + 1], item[off + c]):
+        if c + 1 < n and _lt(F, key, I[item + c + 1], I[item + c]):
             c += 1
-        y = item[off + c]
-        if _lt(key, y, x):
-            item[off + i] = y
-            pos[y] = i
+        y = I[item + c]
+        if _lt(F, key, y, x):
+            I[item + i] = y
+            I[pos + y] = i
             i = c
         else:
             break
-    item[off + i] = x
-    pos[x] = i
+    I[item + i] = x
+    I[pos + x] = i
 
 
-@njit(cache=True)
-def iheap_push(item, pos, key, off, lens, h, x):
+@leaf
+def iheap_push(I, F, item, pos, key, off, lens, h, x):
     """Insert x (key already set in ``key[x]``) into heap h."""
-    n = lens[h]
-    item[off + n] = x
-    pos[x] = n
-    lens[h] = n + 1
-    iheap_up(item, pos, key, off, n)
+    n = I[lens + h]
+    I[item + off + n] = x
+    I[pos + x] = n
+    I[lens + h] = n + 1
+    iheap_up(I, F, item, pos, key, off, n)
 
 
-@njit(cache=True)
-def iheap_remove(item, pos, key, off, lens, h, x):
+@leaf
+def iheap_remove(I, F, item, pos, key, off, lens, h, x):
     """Take x out of heap h (x must be in it)."""
-    i = pos[x]
-    n = lens[h] - 1
-    lens[h] = n
-    pos[x] = -1
+    i = I[pos + x]
+    n = I[lens + h] - 1
+    I[lens + h] = n
+    I[pos + x] = -1
     if i != n:
-        y = item[off + n]
-        item[off + i] = y
-        pos[y] = i
-        iheap_down(item, pos, key, off, n, i)
-        iheap_up(item, pos, key, off, pos[y])
+        y = I[item + off + n]
+        I[item + off + i] = y
+        I[pos + y] = i
+        iheap_down(I, F, item, pos, key, off, n, i)
+        iheap_up(I, F, item, pos, key, off, I[pos + y])
 
 
-@njit(cache=True)
-def iheap_update(item, pos, key, off, lens, h, x):
+@leaf
+def iheap_update(I, F, item, pos, key, off, lens, h, x):
     """Restore the heap after ``key[x]`` changed (x in heap h)."""
-    iheap_down(item, pos, key, off, lens[h], pos[x])
-    iheap_up(item, pos, key, off, pos[x])
+    iheap_down(I, F, item, pos, key, off, I[lens + h], I[pos + x])
+    iheap_up(I, F, item, pos, key, off, I[pos + x])
 
 
 # -- the timer queue: key (t, seq), one live timer per slot ---------------------------------
 @njit(cache=True, inline="always")
-def _tlt(tt, ts, a, b):
-    return tt[a] < tt[b] or (tt[a] == tt[b] and ts[a] < ts[b])
+def _tlt(I, F, tt, ts, a, b):
+    return F[tt + a] < F[tt + b] or (F[tt + a] == F[tt + b] and I[ts + a] < I[ts + b])
 
 
-@njit(cache=True)
-def timer_sift(item, pos, tt, ts, n, i):
-    x = item[i]
+@leaf
+def timer_sift(I, F, item, pos, tt, ts, n, i):
+    x = I[item + i]
     while i > 0:                       # up
         p = (i - 1) >> 1
-        y = item[p]
-        if _tlt(tt, ts, x, y):
-            item[i] = y
-            pos[y] = i
+        y = I[item + p]
+        if _tlt(I, F, tt, ts, x, y):
+            I[item + i] = y
+            I[pos + y] = i
             i = p
         else:
             break
@@ -111,47 +120,86 @@ def timer_sift(item, pos, tt, ts, n, i):
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and _tlt(tt, ts, item[c + 1], item[c]):
+        if c + 1 < n and _tlt(I, F, tt, ts, I[item + c + 1], I[item + c]):
             c += 1
-        y = item[c]
-        if _tlt(tt, ts, y, x):
-            item[i] = y
-            pos[y] = i
+        y = I[item + c]
+        if _tlt(I, F, tt, ts, y, x):
+            I[item + i] = y
+            I[pos + y] = i
             i = c
         else:
             break
-    item[i] = x
-    pos[x] = i
+    I[item + i] = x
+    I[pos + x] = i
 
 
-@njit(cache=True)
-def timer_set(item, pos, tt, ts, lens, x, t, seq):
+@leaf
+def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
     """Arm (or re-arm) timer slot x at time t; ``seq`` orders equal times (FIFO)."""
-    tt[x] = t
-    ts[x] = seq
-    if pos[x] < 0:
-        n = lens[0]
-        item[n] = x
-        pos[x] = n
-        lens[0] = n + 1
-        timer_sift(item, pos, tt, ts, n + 1, n)
+    F[tt + x] = t
+    I[ts + x] = seq
+    if I[pos + x] < 0:
+        n = I[lens]
+        I[item + n] = x
+        I[pos + x] = n
+        I[lens] = n + 1
+        timer_sift(I, F, item, pos, tt, ts, n + 1, n)
     else:
-        timer_sift(item, pos, tt, ts, lens[0], pos[x])
+        timer_sift(I, F, item, pos, tt, ts, I[lens], I[pos + x])
 
 
-@njit(cache=True)
-def timer_pop(item, pos, tt, ts, lens):
+@leaf
+def timer_pop(I, F, item, pos, tt, ts, lens):
     """Remove and return the earliest slot (the caller checked the queue is not empty)."""
-    x = item[0]
-    n = lens[0] - 1
-    lens[0] = n
-    pos[x] = -1
+    x = I[item]
+    n = I[lens] - 1
+    I[lens] = n
+    I[pos + x] = -1
     if n > 0:
-        y = item[n]
-        item[0] = y
-        pos[y] = 0
-        timer_sift(item, pos, tt, ts, n, 0)
+        y = I[item + n]
+        I[item] = y
+        I[pos + y] = 0
+        timer_sift(I, F, item, pos, tt, ts, n, 0)
     return x
+
+
+@leaf
+def sort_ids(I, a, n):
+    """Sort ``I[a:a + n]`` (distinct ids) in place, without allocating: insertion for the
+    short lists of the usual case, heapsort beyond."""
+    if n <= 32:
+        for i in range(a + 1, a + n):
+            x = I[i]
+            j = i - 1
+            while j >= a and I[j] > x:
+                I[j + 1] = I[j]
+                j -= 1
+            I[j + 1] = x
+        return
+    for k in range(n // 2 - 1, -1, -1):
+        _sift_max(I, a, k, n)
+    for end in range(n - 1, 0, -1):
+        x = I[a]
+        I[a] = I[a + end]
+        I[a + end] = x
+        _sift_max(I, a, 0, end)
+
+
+@leaf
+def _sift_max(I, a, i, n):
+    x = I[a + i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and I[a + c + 1] > I[a + c]:
+            c += 1
+        if I[a + c] > x:
+            I[a + i] = I[a + c]
+            i = c
+        else:
+            break
+    I[a + i] = x
 
 
 def resource_segments(nresources, route_res, seg_cap=None):

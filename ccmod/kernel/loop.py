@@ -19,8 +19,17 @@ Active messages (LoPC): a request runs a handler on its target as soon as the ta
 processor is free of earlier handlers, interrupting compute; the reply's handler runs on
 the requester, which resumes after it.
 
+The program may be a window of each rank's records (streaming, :mod:`ccmod.kernel.window`):
+a rank about to read past ``rank_end[r]`` while ``more[r]`` says its trace goes on is
+*starved*: the loop records it (``K_STARVED``) and returns at once, mid-horizon; the
+caller refills that rank's window and calls again, and the loop resumes exactly where it
+stopped (the starved rank's interpretation, then the ready queue, then the horizons), so a
+windowed run is bit for bit the run of the whole program.
+
 The loop can stop after ``max_events`` horizons and be called again (progress reports):
-all its state lives in the arrays it is given.
+all its state lives in the arrays it is given: two buffers, ``I`` (int64) and ``F``
+(float64), and named tuples of offsets into them (:mod:`ccmod.kernel.state`), so that a
+call costs a few reference counts, not one per field.
 """
 from __future__ import annotations
 
@@ -28,18 +37,21 @@ from numba import njit
 
 from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
                                      cc_set_free, cc_start)
+from ccmod.kernel.compiled import (borrow, bg_steps, cc_state, leaf, mm_state, msg_in,
+                                   msg_st, rank_st, scalars, timers)
 from ccmod.kernel.heaps import timer_pop, timer_set
+from ccmod.kernel.state import Program
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
                                  mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
-                                EV_START, K_BG, K_EVENTS, K_NBAR, K_RECORDS, K_RHEAD, K_RTAIL,
-                                K_SEQ, K_STARTED, OP_AMREQUEST, OP_BARRIER, OP_COMPUTE,
-                                OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT, OP_WAITALL,
-                                RS_COMPUTING, RS_FINISHED, RS_RUNNABLE, SG_COMMCOST, SG_EVENTHORIZON,
-                                SG_GO_END, SG_GO_INIT, SG_MSGEND, SG_MSGSTART, SG_NEWPROC,
-                                SG_NEWSCOM, SG_UPPR_END, SG_UPPR_PROC, STATE_BARRIER,
-                                STATE_COMPUTE, STATE_OVERHEAD, STATE_RECV, STATE_SEND,
-                                STATE_WAIT)
+                                EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS, K_RHEAD,
+                                K_RTAIL, K_SEQ, K_STARTED, K_STARVED, NSTATES, OP_AMREQUEST, OP_BARRIER,
+                                OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT,
+                                OP_WAITALL, RS_COMPUTING, RS_FINISHED, RS_RUNNABLE,
+                                SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
+                                SG_MSGEND, SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END,
+                                SG_UPPR_PROC, STATE_BARRIER, STATE_COMPUTE, STATE_OVERHEAD,
+                                STATE_RECV, STATE_SEND, STATE_WAIT)
 
 INF = float("inf")
 
@@ -50,171 +62,200 @@ def _sig(C, L, t, code, a, b, c, d, f):
         L.sig.append((t, code, a, b, c, d, f))
 
 
-@njit(cache=True)
-def _timer(T, K, slot, kind, t):
-    K.ks[K_SEQ] += 1
-    T.kind[slot] = kind
-    timer_set(T.item, T.pos, T.t, T.seq, T.len, slot, t, K.ks[K_SEQ])
+@leaf
+def _timer(I, F, slot, kind, t):
+    T = timers(I)
+    K = scalars(I)
+    seq = I[K.ks + K_SEQ] + 1
+    I[K.ks + K_SEQ] = seq
+    I[T.kind + slot] = kind
+    timer_set(I, F, T.item, T.pos, T.t, T.seq, T.len, slot, t, seq)
 
 
-@njit(cache=True)
-def _ready(R, K, r):
-    cap = R.ready.shape[0]
-    tl = K.ks[K_RTAIL]
-    if tl - K.ks[K_RHEAD] >= cap:
+@leaf
+def _ready(I, r):
+    R = rank_st(I)
+    K = scalars(I)
+    cap = R.nready
+    tl = I[K.ks + K_RTAIL]
+    if tl - I[K.ks + K_RHEAD] >= cap:
         raise RuntimeError("ready queue overflow")
-    R.ready[tl % cap] = r
-    K.ks[K_RTAIL] = tl + 1
+    I[R.ready + tl % cap] = r
+    I[K.ks + K_RTAIL] = tl + 1
 
 
 @njit(cache=True)
-def _interval(C, R, L, r, state, t0, t1):
+def _interval(C, L, I, F, r, state, t0, t1):
+    R = rank_st(I)
     # handler time run inside the interval is counted in handler_s, not in the state
-    R.state_s[r, state] += t1 - t0 - R.h_inside[r]
-    R.h_inside[r] = 0.0
+    F[R.state_s + r * NSTATES + state] += t1 - t0 - F[R.h_inside + r]
+    F[R.h_inside + r] = 0.0
     if C.record and t1 > t0:
         L.states.append((r, state, t0, t1))
 
 
 @njit(cache=True)
-def _block(C, R, L, r, state, t):
-    R.block_state[r] = state
-    R.t_block[r] = t
+def _block(C, L, I, F, r, state, t):
+    R = rank_st(I)
+    I[R.block_state + r] = state
+    F[R.t_block + r] = t
     _sig(C, L, t, SG_UPPR_PROC, r, state, 0, 0, 0.0)
 
 
-@njit(cache=True)
-def _busy(C, n, R, T, K, r, t):
+@leaf
+def _busy(I, F, r, t):
     """Delay a rank that would resume while its processor runs handlers."""
-    if R.hfree[r] > t:
-        _timer(T, K, n + r, EV_RESUME, R.hfree[r])
+    R = rank_st(I)
+    n = R.nranks
+    if F[R.hfree + r] > t:
+        _timer(I, F, n + r, EV_RESUME, F[R.hfree + r])
         return True
     return False
 
 
 @njit(cache=True)
-def _log_route(C, M, L, m, t, count):
-    if C.record:
-        for e in range(M.route_ptr[m], M.route_ptr[m + 1]):
-            r = M.route_res[e]
-            L.load.append((t, r, count[r]))
+def _log_route(L, I, m, t, count):
+    M = msg_in(I)
+    for e in range(I[M.route_ptr + m], I[M.route_ptr + m + 1]):
+        r = I[M.route_res + e]
+        L.load.append((t, r, I[count + r]))
 
 
 @njit(cache=True)
-def _share_start(C, M, L, CS, MS, m, t, work):
+def _share_start(C, L, I, F, m, t, work):
+    M = msg_in(I)
     _sig(C, L, t, SG_MSGSTART, m, 0, 0, 0, 0.0)
     if C.sharing == 0:
-        cc_start(CS, m, t, work)
-        if C.record:   # the call passes arrays: skip it when not recording
-            _log_route(C, M, L, m, t, CS.count)
+        cc_start(I, F, m, t, work)
+        if C.record:
+            _log_route(L, I, m, t, cc_state(I).count)
     else:
-        mm_start(MS, m, t, work, M.flow_cap[m])
-        if C.record:   # the call passes arrays: skip it when not recording
-            _log_route(C, M, L, m, t, MS.count)
+        mm_start(I, F, m, t, work, F[M.flow_cap + m])
+        if C.record:
+            _log_route(L, I, m, t, mm_state(I).count)
 
 
 @njit(cache=True)
-def _start(C, n, M, G, T, K, L, CS, MS, m, t, gap):
+def _start(C, L, I, F, m, t, gap):
     """Both sides allow the transfer: inject now, or (``gap``) when the node's NIC gap
     allows (then this is called again at that time with ``gap`` False)."""
-    nd = M.node_of_rank[M.src[m]]
+    M = msg_in(I)
+    G = msg_st(I)
+    n = rank_st(I).nranks
+    has_route = I[M.route_ptr + m] < I[M.route_ptr + m + 1]
+    nd = I[M.node_of_rank + I[M.src + m]]
     # the NIC gap spaces injections into the network: a message inside a node (on the
     # node's copy resource, intra=shared) does not go through the NIC
-    if gap and C.gap and not M.unshared[m] and M.route_ptr[m] < M.route_ptr[m + 1] and \
-            nd != M.node_of_rank[M.dst[m]]:
-        t0 = max(t, G.nic_next[nd])
-        G.nic_next[nd] = t0 + M.gap_s[nd]
+    if (gap and C.gap and not I[M.unshared + m] and has_route
+            and nd != I[M.node_of_rank + I[M.dst + m]]):
+        t0 = max(t, F[G.nic_next + nd])
+        F[G.nic_next + nd] = t0 + F[M.gap_s + nd]
         if t0 > t:
-            _timer(T, K, 2 * n + m, EV_START, t0)
+            _timer(I, F, 2 * n + m, EV_START, t0)
             return
     # the transfer of m begins (injection)
-    G.t_start[m] = t
-    q = M.quiet[m]
+    F[G.t_start + m] = t
+    q = F[M.quiet + m]
     _sig(C, L, t, SG_COMMCOST, m, 0, 0, 0, q)
-    if M.unshared[m] or q <= 0.0 or M.route_ptr[m] == M.route_ptr[m + 1]:
-        _timer(T, K, 2 * n + m, EV_MSG_END, t + q)
+    if I[M.unshared + m] or q <= 0.0 or not has_route:
+        _timer(I, F, 2 * n + m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
-        _share_start(C, M, L, CS, MS, m, t, q)
+        _share_start(C, L, I, F, m, t, q)
     else:
-        _timer(T, K, 2 * n + m, EV_LAT_END, t + M.latency[m])
+        _timer(I, F, 2 * n + m, EV_LAT_END, t + F[M.latency + m])
 
 
-@njit(cache=True)
-def _am_arrived(C, n, M, R, G, T, K, L, m, t):
+@leaf
+def _am_arrived(I, F, m, t):
     """Message m (a request or a reply) reached its destination: run its handler."""
-    d = M.dst[m]
-    h = M.handler_s[m]
-    start = max(t, R.hfree[d])
+    M = msg_in(I)
+    R = rank_st(I)
+    n = R.nranks
+    d = I[M.dst + m]
+    h = F[M.handler_s + m]
+    start = max(t, F[R.hfree + d])
     end = start + h
-    R.hfree[d] = end
-    R.handler_tot[d] += h
-    if R.block_state[d] == RS_COMPUTING and R.comp_end[d] > t:
+    F[R.hfree + d] = end
+    F[R.handler_tot + d] += h
+    if I[R.block_state + d] == RS_COMPUTING and F[R.comp_end + d] > t:
         # preemptive handler: the compute in progress finishes h later
-        R.comp_end[d] += h
-        _timer(T, K, d, EV_COMPUTE, R.comp_end[d])
-        R.h_inside[d] += h
-    elif R.block_state[d] >= 0:
-        R.h_inside[d] += h      # a blocked rank resumes only after its handlers
-    _timer(T, K, 2 * n + M.nmsg + m, EV_HANDLER_END, end)
+        F[R.comp_end + d] += h
+        _timer(I, F, d, EV_COMPUTE, F[R.comp_end + d])
+        F[R.h_inside + d] += h
+    elif I[R.block_state + d] >= 0:
+        F[R.h_inside + d] += h      # a blocked rank resumes only after its handlers
+    _timer(I, F, 2 * n + M.nmsg + m, EV_HANDLER_END, end)
 
 
 @njit(cache=True)
-def _done(C, n, M, R, G, T, K, L, m, t):
-    G.t_end[m] = t
+def _done(C, L, I, F, m, t):
+    M = msg_in(I)
+    R = rank_st(I)
+    G = msg_st(I)
+    F[G.t_end + m] = t
     _sig(C, L, t, SG_MSGEND, m, 0, 0, 0, 0.0)
-    if M.kind[m]:
-        _am_arrived(C, n, M, R, G, T, K, L, m, t)
+    if I[M.kind + m]:
+        _am_arrived(I, F, m, t)
         return
-    r = G.send_waiter[m]
+    r = I[G.send_waiter + m]
     if r >= 0:
-        R.pending[r] -= 1
-        if R.pending[r] == 0:
-            _ready(R, K, r)
-    if G.t_post_recv[m] < INF:
-        r = G.recv_waiter[m]
+        I[R.pending + r] -= 1
+        if I[R.pending + r] == 0:
+            _ready(I, r)
+    if F[G.t_post_recv + m] < INF:
+        r = I[G.recv_waiter + m]
         if r >= 0:
-            R.pending[r] -= 1
-            if R.pending[r] == 0:
-                _ready(R, K, r)
+            I[R.pending + r] -= 1
+            if I[R.pending + r] == 0:
+                _ready(I, r)
 
 
-@njit(cache=True)
-def _wait_on(C, M, R, G, r, m, side):
+@leaf
+def _wait_on(C, I, F, r, m, side):
     """Make rank r wait for one side of message m; return True if it must block."""
+    M = msg_in(I)
+    R = rank_st(I)
+    G = msg_st(I)
     if side == 0:
-        if C.detached or G.t_end[m] < INF:
+        if C.detached or F[G.t_end + m] < INF:
             return False
-        G.send_waiter[m] = r
+        I[G.send_waiter + m] = r
     else:
-        R.ovh_due[r] += M.o_recv[m]   # paid once the receive completes
-        if G.t_end[m] < INF:
+        F[R.ovh_due + r] += F[M.o_recv + m]   # paid once the receive completes
+        if F[G.t_end + m] < INF:
             return False
-        G.recv_waiter[m] = r
-    R.pending[r] += 1
+        I[G.recv_waiter + m] = r
+    I[R.pending + r] += 1
     return True
 
 
-@njit(cache=True)
-def _busy_for(C, R, T, K, r, t, d, state):
+@leaf
+def _busy_for(I, F, r, t, d, state):
     """Rank r runs compute or overhead for d seconds from t."""
-    R.comp_start[r] = t
-    R.comp_end[r] = t + d
-    R.comp_state[r] = state
-    _timer(T, K, r, EV_COMPUTE, t + d)
-    R.block_state[r] = RS_COMPUTING
+    R = rank_st(I)
+    F[R.comp_start + r] = t
+    F[R.comp_end + r] = t + d
+    I[R.comp_state + r] = state
+    _timer(I, F, r, EV_COMPUTE, t + d)
+    I[R.block_state + r] = RS_COMPUTING
 
 
 @njit(cache=True)
-def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
+def _advance(C, P, L, I, F, r, t):
     """Interpret rank r's records from its program counter until it blocks."""
-    pc = R.pc[r]
-    end = P.rank_ptr[r + 1]
+    M = msg_in(I)
+    R = rank_st(I)
+    G = msg_st(I)
+    K = scalars(I)
+    n = P.nranks
+    pc = I[R.pc + r]
+    end = P.rank_end[r]
     start_pc = pc
     while True:
-        if R.ovh_due[r] > 0.0:         # receive overheads of the op just completed
-            d = R.ovh_due[r]
-            R.ovh_due[r] = 0.0
-            _busy_for(C, R, T, K, r, t, d, STATE_OVERHEAD)
+        if F[R.ovh_due + r] > 0.0:         # receive overheads of the op just completed
+            d = F[R.ovh_due + r]
+            F[R.ovh_due + r] = 0.0
+            _busy_for(I, F, r, t, d, STATE_OVERHEAD)
             break
         if pc >= end:
             break
@@ -223,220 +264,268 @@ def _advance(C, P, M, R, G, T, K, L, CS, MS, r, t):
             d = P.dur[pc]
             pc += 1
             if d > 0.0:
-                _busy_for(C, R, T, K, r, t, d, STATE_COMPUTE)
+                _busy_for(I, F, r, t, d, STATE_COMPUTE)
                 break
         elif o == OP_SEND or o == OP_ISEND:
             m = P.rec_msg[pc]
-            if M.o_send[m] > 0.0 and R.paid_pc[r] != pc:
-                R.paid_pc[r] = pc       # the CPU overhead comes before the post
-                _busy_for(C, R, T, K, r, t, M.o_send[m], STATE_OVERHEAD)
+            if F[M.o_send + m] > 0.0 and I[R.paid_pc + r] != pc:
+                I[R.paid_pc + r] = pc       # the CPU overhead comes before the post
+                _busy_for(I, F, r, t, F[M.o_send + m], STATE_OVERHEAD)
                 break
-            G.t_post_send[m] = t
-            _sig(C, L, t, SG_NEWSCOM, m, M.src[m], M.dst[m], M.nbytes[m], 0.0)
-            if M.eager[m] or G.t_post_recv[m] < INF:
-                _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
+            F[G.t_post_send + m] = t
+            _sig(C, L, t, SG_NEWSCOM, m, I[M.src + m], I[M.dst + m], I[M.nbytes + m], 0.0)
+            if I[M.eager + m] or F[G.t_post_recv + m] < INF:
+                _start(C, L, I, F, m, t, True)
             pc += 1
-            if o == OP_SEND and _wait_on(C, M, R, G, r, m, 0):
-                _block(C, R, L, r, STATE_SEND, t)
+            if o == OP_SEND and _wait_on(C, I, F, r, m, 0):
+                _block(C, L, I, F, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
             m = P.rec_msg[pc]
-            G.t_post_recv[m] = t
-            if not M.eager[m] and G.t_post_send[m] < INF:
-                _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
+            F[G.t_post_recv + m] = t
+            if not I[M.eager + m] and F[G.t_post_send + m] < INF:
+                _start(C, L, I, F, m, t, True)
             pc += 1
-            if o == OP_RECV and _wait_on(C, M, R, G, r, m, 1):
-                _block(C, R, L, r, STATE_RECV, t)
+            if o == OP_RECV and _wait_on(C, I, F, r, m, 1):
+                _block(C, L, I, F, r, STATE_RECV, t)
                 break
         elif o == OP_WAIT:
             m = P.wait_msg[pc]
             side = P.wait_side[pc]
             pc += 1
-            if _wait_on(C, M, R, G, r, m, side):
-                _block(C, R, L, r, STATE_WAIT, t)
+            if _wait_on(C, I, F, r, m, side):
+                _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_WAITALL:
             k = P.wait_msg[pc]
             pc += 1
             for j in range(P.wa_ptr[k], P.wa_ptr[k + 1]):
-                _wait_on(C, M, R, G, r, P.wa_msg[j], P.wa_side[j])
-            if R.pending[r] > 0:
-                _block(C, R, L, r, STATE_WAIT, t)
+                _wait_on(C, I, F, r, P.wa_msg[j], P.wa_side[j])
+            if I[R.pending + r] > 0:
+                _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_AMREQUEST:
             m = P.rec_msg[pc]
             pc += 1
-            G.t_post_send[m] = t
-            G.t_post_recv[m] = t
-            _start(C, P.nranks, M, G, T, K, L, CS, MS, m, t, True)
-            G.am_waiter[m] = r
-            R.pending[r] += 1
-            _block(C, R, L, r, STATE_WAIT, t)
+            F[G.t_post_send + m] = t
+            F[G.t_post_recv + m] = t
+            _start(C, L, I, F, m, t, True)
+            I[G.am_waiter + m] = r
+            I[R.pending + r] += 1
+            _block(C, L, I, F, r, STATE_WAIT, t)
             break
         elif o == OP_BARRIER:
             pc += 1
-            R.barrier[K.ks[K_NBAR]] = r
-            K.ks[K_NBAR] += 1
-            if K.ks[K_NBAR] == P.nranks:
-                for i in range(K.ks[K_NBAR]):
-                    if R.barrier[i] != r:
-                        _ready(R, K, R.barrier[i])
-                K.ks[K_NBAR] = 0
+            nb = I[K.ks + K_NBAR]
+            I[R.barrier + nb] = r
+            nb += 1
+            I[K.ks + K_NBAR] = nb
+            if nb == n:
+                for i in range(nb):
+                    if I[R.barrier + i] != r:
+                        _ready(I, I[R.barrier + i])
+                I[K.ks + K_NBAR] = 0
             else:
-                R.pending[r] = 1
-                _block(C, R, L, r, STATE_BARRIER, t)
+                I[R.pending + r] = 1
+                _block(C, L, I, F, r, STATE_BARRIER, t)
                 break
-    K.ks[K_RECORDS] += pc - start_pc
-    R.pc[r] = pc
-    if pc >= end and R.block_state[r] != RS_COMPUTING and R.pending[r] == 0:
-        R.finish[r] = t
-        R.block_state[r] = RS_FINISHED
+    I[K.ks + K_RECORDS] += pc - start_pc
+    I[R.pc + r] = pc
+    if pc >= end and I[R.block_state + r] != RS_COMPUTING and I[R.pending + r] == 0:
+        if P.more[r]:
+            # the end of its window, not of its trace: the caller refills it (only the
+            # `pc >= end` exit above gets here: every other exit blocks or computes)
+            I[K.ks + K_STARVED] = r + 1
+            return
+        F[R.finish + r] = t
+        I[R.block_state + r] = RS_FINISHED
         _sig(C, L, t, SG_UPPR_END, r, 0, 0, 0, 0.0)
 
 
 @njit(cache=True)
-def _unblock(C, n, R, T, K, L, r, t):
+def _unblock(C, L, I, F, r, t):
     """Rank r is released at t: close its blocked interval; False if handlers delay it.
-
-    The caller then calls :func:`_advance` (kept out of here: a call passing every array
-    costs an incref per array).
-    """
-    if R.hfree[r] > t and _busy(C, n, R, T, K, r, t):
+    The caller then calls :func:`_advance`."""
+    R = rank_st(I)
+    if F[R.hfree + r] > t and _busy(I, F, r, t):
         return False
-    s = R.block_state[r]
+    s = I[R.block_state + r]
     if s >= 0:
-        _interval(C, R, L, r, s, R.t_block[r], t)
-    R.pending[r] = 0
-    R.block_state[r] = RS_RUNNABLE
+        _interval(C, L, I, F, r, s, F[R.t_block + r], t)
+    I[R.pending + r] = 0
+    I[R.block_state + r] = RS_RUNNABLE
     return True
 
 
 @njit(cache=True)
-def _drain(C, P, M, R, G, T, K, L, CS, MS, t):
-    cap = R.ready.shape[0]
-    while K.ks[K_RHEAD] < K.ks[K_RTAIL]:
-        r = R.ready[K.ks[K_RHEAD] % cap]
-        K.ks[K_RHEAD] += 1
-        if _unblock(C, P.nranks, R, T, K, L, r, t):
-            _advance(C, P, M, R, G, T, K, L, CS, MS, r, t)
+def _drain(C, P, L, I, F, t):
+    R = rank_st(I)
+    K = scalars(I)
+    cap = R.nready
+    while I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
+        h = I[K.ks + K_RHEAD]
+        r = I[R.ready + h % cap]
+        I[K.ks + K_RHEAD] = h + 1
+        if _unblock(C, L, I, F, r, t):
+            _advance(C, P, L, I, F, r, t)
+            if I[K.ks + K_STARVED] != 0:
+                return                 # resumed by run_loop after the refill
 
 
 @njit(cache=True)
-def _shared_due(C, n, M, R, G, T, K, L, CS, MS, t):
+def _shared_due(C, L, I, F, t):
     """Messages finishing under the sharing rule at t."""
+    G = msg_st(I)
     if C.sharing == 0:
-        nd = cc_pop_due(CS, t, G.bott)
+        CS = cc_state(I)
+        nd = cc_pop_due(I, F, t, G.bott)
         for i in range(nd):
-            m = CS.done[i]
-            cc_end(CS, m, t)
-            if C.record:   # the call passes arrays: skip it when not recording
-                _log_route(C, M, L, m, t, CS.count)
-        cc_flush(CS)
-        for i in range(nd):
-            _done(C, n, M, R, G, T, K, L, CS.done[i], t)
+            m = I[CS.done + i]
+            cc_end(I, F, m, t)
+            if C.record:
+                _log_route(L, I, m, t, CS.count)
+        cc_flush(I, F)
+        done = CS.done
     else:
-        nd = mm_pop_due(MS, t, G.bott)
+        MS = mm_state(I)
+        nd = mm_pop_due(I, F, t, G.bott)
         for i in range(nd):
-            m = MS.done[i]
-            mm_end(MS, m, t)
-            if C.record:   # the call passes arrays: skip it when not recording
-                _log_route(C, M, L, m, t, MS.count)
-        for i in range(nd):
-            _done(C, n, M, R, G, T, K, L, MS.done[i], t)
+            m = I[MS.done + i]
+            mm_end(I, F, m, t)
+            if C.record:
+                _log_route(L, I, m, t, MS.count)
+        done = MS.done
+    for i in range(nd):
+        _done(C, L, I, F, I[done + i], t)
 
 
 @njit(cache=True)
-def run_loop(C, P, M, R, G, T, K, L, CS, MS, BG):
+def run_loop(C, P, L, I, F):
     """Evaluate (or continue evaluating) until done or ``C.max_events`` horizons passed.
 
-    Returns True when every event was processed.
+    Returns True when every event was processed; False when ``C.max_events`` horizons
+    passed or a rank is starved (``I[K.ks + K_STARVED]`` = rank + 1, see above).
     """
+    # the buffers and the program seen without reference counts: the calls below pass
+    # them on for free (they live until this call returns)
+    I = borrow(I)
+    F = borrow(F)
+    P = Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur), borrow(P.rec_msg),
+                borrow(P.wait_msg), borrow(P.wait_side), borrow(P.wa_ptr), borrow(P.wa_msg),
+                borrow(P.wa_side), borrow(P.rank_end), borrow(P.more))
+    M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
+    K, BG = scalars(I), bg_steps(I)
+    CS, MS = cc_state(I), mm_state(I)
     n = P.nranks
-    t = K.kf[0]
-    if K.ks[K_STARTED] == 0:
-        K.ks[K_STARTED] = 1
+    t = F[K.kf]
+    if I[K.ks + K_STARVED] != 0:
+        # resume a rank starved at the end of its window (refilled since), then go on
+        # exactly as the interrupted horizon would have
+        r = I[K.ks + K_STARVED] - 1
+        I[K.ks + K_STARVED] = 0
+        _advance(C, P, L, I, F, r, t)
+        if I[K.ks + K_STARVED] != 0:
+            return False
+    if I[K.ks + K_STARTED] == 0:
+        I[K.ks + K_STARTED] = 1
         _sig(C, L, 0.0, SG_GO_INIT, n, M.nmsg, 0, 0, 0.0)
-        for r in range(n):
-            _sig(C, L, 0.0, SG_NEWPROC, r, 0, 0, 0, 0.0)
-            _advance(C, P, M, R, G, T, K, L, CS, MS, r, 0.0)
-        _drain(C, P, M, R, G, T, K, L, CS, MS, 0.0)
-    nbg = BG.t.shape[0]
+    while I[K.ks + K_INIT] < n:           # every rank starts at 0 (resumable)
+        r = I[K.ks + K_INIT]
+        I[K.ks + K_INIT] = r + 1
+        _sig(C, L, 0.0, SG_NEWPROC, r, 0, 0, 0, 0.0)
+        _advance(C, P, L, I, F, r, 0.0)
+        if I[K.ks + K_STARVED] != 0:
+            return False
+    if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
+        _drain(C, P, L, I, F, t)
+        if I[K.ks + K_STARVED] != 0:
+            return False
+    nbg = BG.n
     budget = C.max_events
     while budget != 0:
         budget -= 1
-        # the sharing rule's next completion, read here: a call passes every array of the
-        # rule's state (numba increfs each), too dear once per horizon when nothing changed
+        # the sharing rule's next completion
         if C.sharing == 0:
             si = CS.si
-            if si[N_NEW] != 0 or si[N_DEC] != 0 or si[N_INC] != 0 or si[N_TCH] != 0:
-                cc_flush(CS)
-            tk = CS.ev_t[CS.ev_item[0]] if CS.ev_len[0] > 0 else INF
+            if (I[si + N_NEW] != 0 or I[si + N_DEC] != 0 or I[si + N_INC] != 0
+                    or I[si + N_TCH] != 0):
+                cc_flush(I, F)
+            tk = F[CS.ev_t + I[CS.ev_item]] if I[CS.ev_len] > 0 else INF
         else:
-            if MS.si[N_DIRTY] != 0:
-                mm_solve(MS)
-            tk = MS.tfin[MS.f_item[0]] if MS.si[F_LEN] > 0 else INF
-        th = T.t[T.item[0]] if T.len[0] > 0 else INF
-        kb = K.ks[K_BG]
-        tb = BG.t[kb] if kb < nbg else INF
+            if I[MS.si + N_DIRTY] != 0:
+                mm_solve(I, F)
+            tk = F[MS.tfin + I[MS.f_item]] if I[MS.si + F_LEN] > 0 else INF
+        th = F[T.t + I[T.item]] if I[T.len] > 0 else INF
+        kb = I[K.ks + K_BG]
+        tb = F[BG.t + kb] if kb < nbg else INF
         if tk == INF and th == INF:    # nothing left to move: later steps change nothing
-            K.kf[0] = t
+            F[K.kf] = t
             return True
         t_new = min(tk, th, tb)
         _sig(C, L, t_new, SG_EVENTHORIZON, 0, 0, 0, 0, t_new - t)
         t = t_new
-        K.ks[K_EVENTS] += 1
+        I[K.ks + K_EVENTS] += 1
         if tb <= tk and tb <= th:
             # background steps change bandwidth availability from t on: all steps at t
-            while kb < nbg and BG.t[kb] == t:
+            while kb < nbg and F[BG.t + kb] == t:
                 if C.sharing == 0:
-                    cc_set_free(CS, BG.res[kb], t, 1.0 - BG.load[kb])
+                    cc_set_free(I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
                 else:
-                    mm_set_free(MS, BG.res[kb], t, 1.0 - BG.load[kb])
+                    mm_set_free(I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
                 kb += 1
-            K.ks[K_BG] = kb
+            I[K.ks + K_BG] = kb
         elif tk <= th:
-            _shared_due(C, n, M, R, G, T, K, L, CS, MS, t)
+            _shared_due(C, L, I, F, t)
         else:
-            x = timer_pop(T.item, T.pos, T.t, T.seq, T.len)
-            kind = T.kind[x]
+            x = timer_pop(I, F, T.item, T.pos, T.t, T.seq, T.len)
+            kind = I[T.kind + x]
             if kind == EV_COMPUTE:
-                _interval(C, R, L, x, R.comp_state[x], R.comp_start[x], t)
-                R.block_state[x] = RS_RUNNABLE
-                pc = R.pc[x]
-                if (R.hfree[x] <= t and R.ovh_due[x] <= 0.0 and pc < P.rank_ptr[x + 1]
-                        and P.op[pc] == OP_COMPUTE and P.dur[pc] > 0.0):
+                _interval(C, L, I, F, x, I[R.comp_state + x], F[R.comp_start + x], t)
+                I[R.block_state + x] = RS_RUNNABLE
+                pc = I[R.pc + x]
+                if (F[R.hfree + x] <= t and F[R.ovh_due + x] <= 0.0
+                        and pc < P.rank_end[x] and P.op[pc] == OP_COMPUTE
+                        and P.dur[pc] > 0.0):
                     # compute after compute, as _advance would do it, without the call
-                    # that passes every array
-                    R.pc[x] = pc + 1
-                    K.ks[K_RECORDS] += 1
-                    _busy_for(C, R, T, K, x, t, P.dur[pc], STATE_COMPUTE)
-                elif R.hfree[x] <= t or not _busy(C, n, R, T, K, x, t):   # a handler came
-                    _advance(C, P, M, R, G, T, K, L, CS, MS, x, t)
+                    I[R.pc + x] = pc + 1
+                    I[K.ks + K_RECORDS] += 1
+                    _busy_for(I, F, x, t, P.dur[pc], STATE_COMPUTE)
+                elif F[R.hfree + x] <= t or not _busy(I, F, x, t):
+                    _advance(C, P, L, I, F, x, t)
             elif kind == EV_MSG_END:
-                _done(C, n, M, R, G, T, K, L, x - 2 * n, t)
+                _done(C, L, I, F, x - 2 * n, t)
             elif kind == EV_LAT_END:
                 m = x - 2 * n
-                work = M.quiet[m] - M.latency[m] if C.sharing == 0 else float(M.nbytes[m])
-                _share_start(C, M, L, CS, MS, m, t, work)
+                if C.sharing == 0:
+                    work = F[M.quiet + m] - F[M.latency + m]
+                else:
+                    work = float(I[M.nbytes + m])
+                _share_start(C, L, I, F, m, t, work)
             elif kind == EV_START:
-                _start(C, n, M, G, T, K, L, CS, MS, x - 2 * n, t, False)
+                _start(C, L, I, F, x - 2 * n, t, False)
             elif kind == EV_HANDLER_END:
                 m = x - 2 * n - M.nmsg
-                if M.kind[m] == 1:       # request handled: the server replies now
-                    G.t_post_send[m + 1] = t
-                    G.t_post_recv[m + 1] = t
-                    _start(C, n, M, G, T, K, L, CS, MS, m + 1, t, True)
+                if I[M.kind + m] == 1:       # request handled: the server replies now
+                    F[G.t_post_send + m + 1] = t
+                    F[G.t_post_recv + m + 1] = t
+                    _start(C, L, I, F, m + 1, t, True)
                 else:                    # reply handled: the requester goes on
-                    r = G.am_waiter[m - 1]
-                    R.pending[r] -= 1
-                    if R.pending[r] == 0:
-                        _ready(R, K, r)
+                    r = I[G.am_waiter + m - 1]
+                    I[R.pending + r] -= 1
+                    if I[R.pending + r] == 0:
+                        _ready(I, r)
             elif kind == EV_RESUME:
-                if _unblock(C, n, R, T, K, L, x - n, t):
-                    _advance(C, P, M, R, G, T, K, L, CS, MS, x - n, t)
-        if K.ks[K_RHEAD] < K.ks[K_RTAIL]:    # skip the call (all arrays) when none is ready
-            _drain(C, P, M, R, G, T, K, L, CS, MS, t)
-    K.kf[0] = t
+                if _unblock(C, L, I, F, x - n, t):
+                    _advance(C, P, L, I, F, x - n, t)
+            if I[K.ks + K_STARVED] != 0:
+                F[K.kf] = t
+                return False
+        if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
+            _drain(C, P, L, I, F, t)
+            if I[K.ks + K_STARVED] != 0:
+                F[K.kf] = t
+                return False
+    F[K.kf] = t
     return False
 
 

@@ -7,270 +7,285 @@ resources through shared resources are re-solved (SimGrid's "selective update" o
 solver): a breadth-first walk from the dirty resources collects that component, whose
 allocation does not depend on any other flow. Each flow keeps its remaining bytes at its
 last rate change and its finish time in an indexed heap, so a horizon costs the size of
-the component touched, not the number of active flows.
+the component touched, not the number of active flows. The state is slices of the
+kernel's two buffers (``S`` holds offsets into ``I`` and ``F``, see
+:mod:`ccmod.kernel.state`).
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
-from numba import njit
 
-from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update, resource_segments
+from ccmod.kernel.compiled import mm_state, leaf
+from ccmod.kernel.state import MmState
+from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
+                                sort_ids)
 
 INF = np.inf
 N_DIRTY, N_ACTIVE, F_LEN = range(3)
 
-MmState = namedtuple("MmState", (
-    "cap_full cap count peak area busy t_chg seg r_len r_item e_pos "
-    "active rem rate t_upd fcap bott tfin f_item f_pos d_flag d_list r_seen rl f_seen fl "
-    "cap_left users frozen done si sf route_ptr route_res emsg"))
 
 
-def mm_new(nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=None):
-    """Allocate the state (static sizes, see :func:`ccmod.kernel.ccmod_rule.cc_new`)."""
+def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=None,
+           routes=None):
+    """Lay out the state in arena ``A`` (see :func:`ccmod.kernel.ccmod_rule.cc_new`)."""
     R = int(nresources)
     M = len(route_ptr) - 1
     E = len(route_res)
     seg, P = resource_segments(R, route_res, seg_cap)
-    cap_full = np.asarray(capacity_Bps, np.float64).copy()
+    cap_full = np.asarray(capacity_Bps, np.float64)
     cap = cap_full * (1.0 - np.asarray(background, np.float64))
     emsg = np.zeros(E, np.int64)     # message of each route entry
     rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
     emsg[:len(rep)] = rep
-    i8 = lambda n, v=0: np.full(n, v, np.int64)  # noqa: E731
-    f8 = lambda n, v=0.0: np.full(n, v, np.float64)  # noqa: E731
-    b1 = lambda n: np.zeros(n, np.bool_)  # noqa: E731
-    return MmState(
-        cap_full, cap, i8(R), i8(R), f8(R), f8(R), f8(R), seg, i8(R), i8(max(P, 1)),
-        i8(E, -1), b1(M), f8(M), f8(M), f8(M), f8(M, INF), i8(M, -1), f8(M, INF), i8(M),
-        i8(M, -1), b1(R), i8(R), b1(R), i8(R), b1(M), i8(M), f8(R), i8(R), b1(M), i8(M),
-        i8(4), f8(2), np.asarray(route_ptr, np.int64), np.asarray(route_res, np.int64), emsg)
+    if routes is None:
+        routes = (("i", M + 1, np.asarray(route_ptr, np.int64)),
+                  ("i", E, np.asarray(route_res, np.int64)))
+    return A.struct(
+        MmState, cap_full=("f", R, cap_full), cap=("f", R, cap), count=("i", R, 0),
+        peak=("i", R, 0), area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0),
+        seg=("i", R + 1, seg), r_len=("i", R, 0), r_item=("i", max(P, 1), 0),
+        e_pos=("i", E, -1), active=("i", M, 0), rem=("f", M, 0.0), rate=("f", M, 0.0),
+        t_upd=("f", M, 0.0), fcap=("f", M, INF), bott=("i", M, -1), tfin=("f", M, INF),
+        f_item=("i", M, 0), f_pos=("i", M, -1), d_flag=("i", R, 0), d_list=("i", R, 0),
+        r_seen=("i", R, 0), rl=("i", R, 0), f_seen=("i", M, 0), fl=("i", M, 0),
+        cap_left=("f", R, 0.0), users=("i", R, 0), frozen=("i", M, 0), done=("i", M, 0),
+        si=("i", 4, 0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
+        emsg=("i", E, emsg))
 
 
-@njit(cache=True)
 def _dirty(S, r, t):
-    _mark_dirty(S.si, S.sf, S.d_flag, S.d_list, r, t)
+    """Mark resource r for re-solving at t; ``S`` holds views (:meth:`Arena.views`), for
+    Python callers (tests forcing a full re-solve). Compiled code uses :func:`_mark_dirty`."""
+    if S.si[N_DIRTY] == 0:
+        S.sf[0] = t
+    if not S.d_flag[r]:
+        S.d_flag[r] = 1
+        S.d_list[S.si[N_DIRTY]] = r
+        S.si[N_DIRTY] += 1
 
 
-@njit(cache=True)
-def _mark_dirty(si, sf, d_flag, d_list, r, t):
-    # the few arrays it uses, not the state tuple: a call increfs every array it is given
-    if si[N_DIRTY] == 0:
-        sf[0] = t
-    if not d_flag[r]:
-        d_flag[r] = True
-        d_list[si[N_DIRTY]] = r
-        si[N_DIRTY] += 1
+@leaf
+def _mark_dirty(S, I, F, r, t):
+    if I[S.si + N_DIRTY] == 0:
+        F[S.sf] = t
+    if not I[S.d_flag + r]:
+        I[S.d_flag + r] = 1
+        I[S.d_list + I[S.si + N_DIRTY]] = r
+        I[S.si + N_DIRTY] += 1
 
 
-@njit(cache=True)
-def mm_count(S, r, t, delta):
+@leaf
+def mm_count(I, F, r, t, delta):
     """Change the number of flows on resource r at t (integrating its statistics)."""
-    return _count(S.count, S.t_chg, S.area, S.busy, S.peak, r, t, delta)
-
-
-@njit(cache=True)
-def _count(count, t_chg, area, busy, peak, r, t, delta):
-    c0 = count[r]
+    S = mm_state(I)
+    c0 = I[S.count + r]
     if c0:
-        dt = t - t_chg[r]
-        area[r] += c0 * dt
-        busy[r] += dt
-    t_chg[r] = t
+        dt = t - F[S.t_chg + r]
+        F[S.area + r] += c0 * dt
+        F[S.busy + r] += dt
+    F[S.t_chg + r] = t
     c = c0 + delta
-    count[r] = c
-    if c > peak[r]:
-        peak[r] = c
+    I[S.count + r] = c
+    if c > I[S.peak + r]:
+        I[S.peak + r] = c
     return c
 
 
-@njit(cache=True)
-def mm_start(S, m, t, work, fcap):
+@leaf
+def mm_start(I, F, m, t, work, fcap):
     """Flow m starts at t with ``work`` bytes (rate cap ``fcap``, inf = none)."""
-    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
-        r = S.route_res[e]
-        n = S.r_len[r]
-        S.r_item[S.seg[r] + n] = e
-        S.e_pos[e] = n
-        S.r_len[r] = n + 1
-        _count(S.count, S.t_chg, S.area, S.busy, S.peak, r, t, 1)
-        _mark_dirty(S.si, S.sf, S.d_flag, S.d_list, r, t)
-    S.active[m] = True
-    S.rem[m] = work
-    S.rate[m] = 0.0
-    S.t_upd[m] = t
-    S.fcap[m] = fcap
-    S.si[N_ACTIVE] += 1
+    S = mm_state(I)
+    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+        r = I[S.route_res + e]
+        n = I[S.r_len + r]
+        I[S.r_item + I[S.seg + r] + n] = e
+        I[S.e_pos + e] = n
+        I[S.r_len + r] = n + 1
+        mm_count(I, F, r, t, 1)
+        _mark_dirty(S, I, F, r, t)
+    I[S.active + m] = 1
+    F[S.rem + m] = work
+    F[S.rate + m] = 0.0
+    F[S.t_upd + m] = t
+    F[S.fcap + m] = fcap
+    I[S.si + N_ACTIVE] += 1
 
 
-@njit(cache=True)
-def mm_end(S, m, t):
+@leaf
+def mm_end(I, F, m, t):
     """Flow m leaves (after :func:`mm_pop_due`)."""
-    for e in range(S.route_ptr[m], S.route_ptr[m + 1]):
-        r = S.route_res[e]
-        i = S.e_pos[e]
-        n = S.r_len[r] - 1
-        last = S.r_item[S.seg[r] + n]
-        S.r_item[S.seg[r] + i] = last
-        S.e_pos[last] = i
-        S.r_len[r] = n
-        S.e_pos[e] = -1
-        _count(S.count, S.t_chg, S.area, S.busy, S.peak, r, t, -1)
-        _mark_dirty(S.si, S.sf, S.d_flag, S.d_list, r, t)
-    S.active[m] = False
-    S.si[N_ACTIVE] -= 1
+    S = mm_state(I)
+    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+        r = I[S.route_res + e]
+        i = I[S.e_pos + e]
+        n = I[S.r_len + r] - 1
+        o = S.r_item + I[S.seg + r]
+        last = I[o + n]
+        I[o + i] = last
+        I[S.e_pos + last] = i
+        I[S.r_len + r] = n
+        I[S.e_pos + e] = -1
+        mm_count(I, F, r, t, -1)
+        _mark_dirty(S, I, F, r, t)
+    I[S.active + m] = 0
+    I[S.si + N_ACTIVE] -= 1
 
 
-@njit(cache=True)
-def mm_set_free(S, r, t, free):
+@leaf
+def mm_set_free(I, F, r, t, free):
     """Background step: resource r keeps ``free`` of its capacity from t on."""
-    mm_solve(S)          # rates so far hold until t
-    S.cap[r] = S.cap_full[r] * free
-    _dirty(S, r, t)
+    S = mm_state(I)
+    mm_solve(I, F)          # rates so far hold until t
+    F[S.cap + r] = F[S.cap_full + r] * free
+    _mark_dirty(S, I, F, r, t)
 
 
-@njit(cache=True)
-def mm_solve(S):
+@leaf
+def mm_solve(I, F):
     """Re-solve the flows connected to the dirty resources (progressive filling)."""
-    nd = S.si[N_DIRTY]
+    S = mm_state(I)
+    nd = I[S.si + N_DIRTY]
     if nd == 0:
         return
-    t = S.sf[0]
-    S.si[N_DIRTY] = 0
+    t = F[S.sf]
+    I[S.si + N_DIRTY] = 0
+    rp, rr = S.route_ptr, S.route_res
     nr = 0
     nf = 0
     for i in range(nd):
-        r = S.d_list[i]
-        S.d_flag[r] = False
-        if not S.r_seen[r]:
-            S.r_seen[r] = True
-            S.rl[nr] = r
+        r = I[S.d_list + i]
+        I[S.d_flag + r] = 0
+        if not I[S.r_seen + r]:
+            I[S.r_seen + r] = 1
+            I[S.rl + nr] = r
             nr += 1
     k = 0
     while k < nr:                      # breadth-first: the connected component
-        r = S.rl[k]
+        r = I[S.rl + k]
         k += 1
-        o = S.seg[r]
-        for j in range(S.r_len[r]):
-            f = S.emsg[S.r_item[o + j]]
-            if not S.f_seen[f]:
-                S.f_seen[f] = True
-                S.fl[nf] = f
+        o = S.r_item + I[S.seg + r]
+        for j in range(I[S.r_len + r]):
+            f = I[S.emsg + I[o + j]]
+            if not I[S.f_seen + f]:
+                I[S.f_seen + f] = 1
+                I[S.fl + nf] = f
                 nf += 1
-                for e in range(S.route_ptr[f], S.route_ptr[f + 1]):
-                    r2 = S.route_res[e]
-                    if not S.r_seen[r2]:
-                        S.r_seen[r2] = True
-                        S.rl[nr] = r2
+                for e in range(I[rp + f], I[rp + f + 1]):
+                    r2 = I[rr + e]
+                    if not I[S.r_seen + r2]:
+                        I[S.r_seen + r2] = 1
+                        I[S.rl + nr] = r2
                         nr += 1
     for i in range(nr):
-        r = S.rl[i]
-        S.r_seen[r] = False
-        S.cap_left[r] = S.cap[r]
-        S.users[r] = S.r_len[r]
+        r = I[S.rl + i]
+        I[S.r_seen + r] = 0
+        F[S.cap_left + r] = F[S.cap + r]
+        I[S.users + r] = I[S.r_len + r]
     left = nf
     for i in range(nf):
-        f = S.fl[i]
-        S.f_seen[f] = False
-        if t > S.t_upd[f]:             # bytes moved at the old rate
-            x = S.rem[f] - S.rate[f] * (t - S.t_upd[f])
-            S.rem[f] = x if x > 0.0 else 0.0
-        S.t_upd[f] = t
-        S.rate[f] = 0.0
-        S.bott[f] = -1
-        S.frozen[f] = False
+        f = I[S.fl + i]
+        I[S.f_seen + f] = 0
+        if t > F[S.t_upd + f]:             # bytes moved at the old rate
+            x = F[S.rem + f] - F[S.rate + f] * (t - F[S.t_upd + f])
+            F[S.rem + f] = x if x > 0.0 else 0.0
+        F[S.t_upd + f] = t
+        F[S.rate + f] = 0.0
+        I[S.bott + f] = -1
+        I[S.frozen + f] = 0
     while left > 0:
         level = INF
         for i in range(nr):
-            r = S.rl[i]
-            if S.users[r] > 0:
-                lv = S.cap_left[r] / S.users[r]
+            r = I[S.rl + i]
+            if I[S.users + r] > 0:
+                lv = F[S.cap_left + r] / I[S.users + r]
                 if lv < level:
                     level = lv
         for i in range(nf):
-            f = S.fl[i]
-            if not S.frozen[f]:
-                hd = S.fcap[f] - S.rate[f]
+            f = I[S.fl + i]
+            if not I[S.frozen + f]:
+                hd = F[S.fcap + f] - F[S.rate + f]
                 if hd < level:
                     level = hd
         if level == INF:
             for i in range(nf):
-                f = S.fl[i]
-                if not S.frozen[f]:
-                    S.rate[f] = INF
+                f = I[S.fl + i]
+                if not I[S.frozen + f]:
+                    F[S.rate + f] = INF
             break
         if level < 0.0:
             level = 0.0
         for i in range(nf):
-            f = S.fl[i]
-            if not S.frozen[f]:
-                S.rate[f] += level
-                for e in range(S.route_ptr[f], S.route_ptr[f + 1]):
-                    S.cap_left[S.route_res[e]] -= level
+            f = I[S.fl + i]
+            if not I[S.frozen + f]:
+                F[S.rate + f] += level
+                for e in range(I[rp + f], I[rp + f + 1]):
+                    F[S.cap_left + I[rr + e]] -= level
         progressed = False
         for i in range(nf):
-            f = S.fl[i]
-            if S.frozen[f]:
+            f = I[S.fl + i]
+            if I[S.frozen + f]:
                 continue
             sat = -1
-            for e in range(S.route_ptr[f], S.route_ptr[f + 1]):
-                r = S.route_res[e]
-                if S.cap_left[r] <= 1e-12 * S.cap[r]:
+            for e in range(I[rp + f], I[rp + f + 1]):
+                r = I[rr + e]
+                if F[S.cap_left + r] <= 1e-12 * F[S.cap + r]:
                     sat = r
                     break
-            fc = S.fcap[f]
-            if sat >= 0 or (fc < INF and fc - S.rate[f] <= 1e-12 * max(fc, 1.0)):
-                S.frozen[f] = True
+            fc = F[S.fcap + f]
+            if sat >= 0 or (fc < INF and fc - F[S.rate + f] <= 1e-12 * max(fc, 1.0)):
+                I[S.frozen + f] = 1
                 progressed = True
-                S.bott[f] = sat
+                I[S.bott + f] = sat
                 left -= 1
-                for e in range(S.route_ptr[f], S.route_ptr[f + 1]):
-                    S.users[S.route_res[e]] -= 1
+                for e in range(I[rp + f], I[rp + f + 1]):
+                    I[S.users + I[rr + e]] -= 1
         if not progressed:
             break
     for i in range(nf):
-        f = S.fl[i]
-        rm = S.rem[f]
-        rt = S.rate[f]
+        f = I[S.fl + i]
+        rm = F[S.rem + f]
+        rt = F[S.rate + f]
         if rm <= 0.0 or rt == INF:
-            S.tfin[f] = t
+            F[S.tfin + f] = t
         elif rt > 0.0:
-            S.tfin[f] = t + rm / rt
+            F[S.tfin + f] = t + rm / rt
         else:
-            S.tfin[f] = INF
-        if S.f_pos[f] >= 0:
-            iheap_update(S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
+            F[S.tfin + f] = INF
+        if I[S.f_pos + f] >= 0:
+            iheap_update(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
         else:
-            iheap_push(S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
+            iheap_push(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
 
 
-@njit(cache=True)
-def mm_next_time(S):
-    mm_solve(S)
-    if S.si[F_LEN] == 0:
+@leaf
+def mm_next_time(I, F):
+    S = mm_state(I)
+    mm_solve(I, F)
+    if I[S.si + F_LEN] == 0:
         return INF
-    return S.tfin[S.f_item[0]]
+    return F[S.tfin + I[S.f_item]]
 
 
-@njit(cache=True)
-def mm_pop_due(S, t, bott_out):
-    """Flows due at t (within rounding) go to ``S.done`` sorted by id; returns how many.
-    The caller then calls :func:`mm_end` for each."""
-    mm_solve(S)
+@leaf
+def mm_pop_due(I, F, t, bott_out):
+    """Flows due at t (within rounding) go to ``S.done`` sorted by id, their bottleneck
+    to ``I[bott_out + f]``; returns how many. The caller then calls :func:`mm_end` for
+    each."""
+    S = mm_state(I)
+    mm_solve(I, F)
     nd = 0
-    if S.si[F_LEN] == 0:
+    if I[S.si + F_LEN] == 0:
         return 0
-    first = S.tfin[S.f_item[0]] - t
+    first = F[S.tfin + I[S.f_item]] - t
     tol = max(first, 1e-15, 1e-12 * t)
-    while S.si[F_LEN] > 0 and S.tfin[S.f_item[0]] - t <= tol:
-        f = S.f_item[0]
-        iheap_remove(S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
-        S.done[nd] = f
+    while I[S.si + F_LEN] > 0 and F[S.tfin + I[S.f_item]] - t <= tol:
+        f = I[S.f_item]
+        iheap_remove(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
+        I[S.done + nd] = f
         nd += 1
-    S.done[:nd] = np.sort(S.done[:nd])
+    sort_ids(I, S.done, nd)
     for i in range(nd):
-        f = S.done[i]
-        bott_out[f] = S.bott[f]
-        S.tfin[f] = INF
+        f = I[S.done + i]
+        I[bott_out + f] = I[S.bott + f]
+        F[S.tfin + f] = INF
     return nd

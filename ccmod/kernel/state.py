@@ -1,12 +1,26 @@
-"""The kernel's flat arrays, grouped in named tuples (numba passes them as one argument).
+"""The kernel's state: every field a slice of one int64 and one float64 buffer.
 
-``Config``  scalars: nranks is in ``Program``; sharing (0 ccmod, 1 maxmin), flags.
-``Program`` the ranks' records (CSR by rank) with waits resolved to messages.
+Why flat: numba increments and decrements the reference count of every array a compiled
+call is given (atomic operations, ~20 cycles each). With one array per field, a call that
+passed the whole state cost hundreds of them, most of the time of an event. Now the state
+is two arrays, ``I`` (int64, booleans as 0/1) and ``F`` (float64), and each group of
+fields is a named tuple of *offsets* (plain ints, copied by value): ``R.pc`` is where the
+ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
+
+``Config``  scalars: sharing (0 ccmod, 1 maxmin), flags.
+``Program`` the ranks' records (CSR by rank) with waits resolved to messages (arrays: the
+            input, not copied). Rank r runs ``[pc, rank_end[r])``; ``more[r]`` != 0 says
+            its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.kernel.window`):
+            the loop then pauses there instead of finishing the rank. A whole program has
+            ``rank_end = rank_ptr[1:]`` and ``more`` all 0 (:func:`whole_program`).
 ``MsgIn``   per-message inputs (compile time) and per-node NIC gap.
 ``RankSt``  per-rank state; ``MsgSt`` per-message times and waiters; ``Timers`` the timer
             queue (one slot per rank compute, rank resume, message, handler);
 ``Scalars`` counters; ``Logs`` the recordings (typed lists of fixed-width records);
 ``BgSteps`` background-load steps sorted by time.
+
+:class:`Arena` lays the fields out; :meth:`Arena.views` gives the same named tuple with
+numpy views for Python (results, tests).
 """
 from __future__ import annotations
 
@@ -18,18 +32,105 @@ INF = np.inf
 
 Config = namedtuple("Config", "sharing lat_unshared detached record signals gap max_events")
 Program = namedtuple("Program", "nranks rank_ptr op dur rec_msg wait_msg wait_side wa_ptr "
-                                "wa_msg wa_side")
+                                "wa_msg wa_side rank_end more")
 MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv unshared kind "
                             "handler_s flow_cap eager route_ptr route_res node_of_rank gap_s")
-RankSt = namedtuple("RankSt", "pc pending block_state t_block finish comp_end comp_start "
-                              "comp_state hfree handler_tot h_inside paid_pc ovh_due state_s "
-                              "barrier ready")
+RankSt = namedtuple("RankSt", "nranks nready pc pending block_state t_block finish comp_end "
+                              "comp_start comp_state hfree handler_tot h_inside paid_pc "
+                              "ovh_due state_s barrier ready")
 MsgSt = namedtuple("MsgSt", "t_post_send t_post_recv t_start t_end send_waiter recv_waiter "
                             "am_waiter bott nic_next")
 Timers = namedtuple("Timers", "item pos t seq kind len")
 Scalars = namedtuple("Scalars", "ks kf")
 Logs = namedtuple("Logs", "states load sig")
-BgSteps = namedtuple("BgSteps", "t res load")
+BgSteps = namedtuple("BgSteps", "n t res load")
+#: the sharing rules' state (:mod:`ccmod.kernel.ccmod_rule`, :mod:`ccmod.kernel.maxmin`)
+CcState = namedtuple("CcState", (
+    "free count share v_at t_at peak area busy t_chg "
+    "seg g_len g_item g_pos vfin a_len a_item a_pos a_res altval o_len o_item o_pos bott "
+    "ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
+    "cand_f cand_l done si sf route_ptr route_res emsg"))
+MmState = namedtuple("MmState", (
+    "cap_full cap count peak area busy t_chg seg r_len r_item e_pos "
+    "active rem rate t_upd fcap bott tfin f_item f_pos d_flag d_list r_seen rl f_seen fl "
+    "cap_left users frozen done si sf route_ptr route_res emsg"))
+
+#: The offsets (and sizes) of every group are also written at the head of ``I``, each
+#: group at a fixed place: a compiled function reads the few it needs from there
+#: (:mod:`ccmod.kernel.compiled`) instead of being passed hundreds of words of offsets.
+HEADER = (MsgIn, RankSt, MsgSt, Timers, Scalars, BgSteps, CcState, MmState)
+H_BASE = {}
+_h = 0
+for _cls in HEADER:
+    H_BASE[_cls] = _h
+    _h += len(_cls._fields)
+H_LEN = _h
+
+
+class Arena:
+    """Lay out named fields in one int64 buffer ``I`` and one float64 buffer ``F``.
+
+    :meth:`struct` takes, per field, ``("i" | "f", length, init)`` (init a scalar or an
+    array of that length), ``("v", value)`` (a plain value, e.g. a size) or ``("=", kind,
+    offset, length)`` (the same slice as another field: shared inputs).
+    """
+
+    def __init__(self):
+        self.size = {"i": H_LEN, "f": 0}
+        self.inits = []
+        self.spec = {}
+
+    def struct(self, cls, **fields):
+        vals, spec = [], {}
+        for name in cls._fields:
+            f = fields[name]
+            if f[0] == "v":
+                vals.append(f[1])
+                spec[name] = ("v", f[1], 0, None)
+                continue
+            if f[0] == "=":
+                kind, off, n = f[1], f[2], f[3]
+                shape = None
+            else:
+                kind, n, init = f[0], f[1], f[2]
+                shape = f[3] if len(f) > 3 else None
+                n = int(n)
+                off = self.size[kind]
+                self.size[kind] += n
+                self.inits.append((kind, off, n, init))
+            vals.append(int(off))
+            spec[name] = (kind, int(off), int(n), shape)
+        self.spec[cls] = spec
+        if cls in H_BASE:
+            self.inits.append(("i", H_BASE[cls], len(vals), np.asarray(vals, np.int64)))
+        return cls(*vals)
+
+    def where(self, cls, name):
+        """``("=", kind, offset, length)`` of a field laid out already (to share it)."""
+        kind, off, n, _ = self.spec[cls][name]
+        return ("=", kind, off, n)
+
+    def alloc(self):
+        """The buffers, initialised: ``(I, F)``."""
+        bufs = {"i": np.zeros(max(self.size["i"], 1), np.int64),
+                "f": np.zeros(max(self.size["f"], 1), np.float64)}
+        for kind, off, n, init in self.inits:
+            if n:
+                bufs[kind][off:off + n] = init
+        self.inits = []        # drop references to the inputs copied in
+        return bufs["i"], bufs["f"]
+
+    def views(self, cls, I, F):
+        """The named tuple ``cls`` with numpy views of its fields (values as they are)."""
+        out = []
+        for name in cls._fields:
+            kind, off, n, shape = self.spec[cls][name]
+            if kind == "v":
+                out.append(off)
+                continue
+            v = (I if kind == "i" else F)[off:off + n]
+            out.append(v.reshape(shape) if shape is not None else v)
+        return cls(*out)
 
 
 def new_logs():
@@ -40,26 +141,40 @@ def new_logs():
     return Logs(*empty_logs())
 
 
-def new_rank_state(rank_ptr, nstates):
+def rank_state(A, rank_ptr, nstates):
     n = len(rank_ptr) - 1
-    f8 = lambda v=0.0: np.full(n, v, np.float64)  # noqa: E731
-    i8 = lambda v=0: np.full(n, v, np.int64)  # noqa: E731
-    return RankSt(np.asarray(rank_ptr[:-1], np.int64).copy(), i8(), i8(-1), f8(), f8(INF),
-                  f8(INF), f8(), i8(), f8(), f8(), f8(), i8(-1), f8(),
-                  np.zeros((n, nstates)), i8(), np.zeros(2 * n + 4, np.int64))
+    return A.struct(
+        RankSt, nranks=("v", n), nready=("v", 2 * n + 4),
+        pc=("i", n, np.asarray(rank_ptr[:-1], np.int64)),
+        pending=("i", n, 0), block_state=("i", n, -1), t_block=("f", n, 0.0),
+        finish=("f", n, INF), comp_end=("f", n, INF), comp_start=("f", n, 0.0),
+        comp_state=("i", n, 0), hfree=("f", n, 0.0), handler_tot=("f", n, 0.0),
+        h_inside=("f", n, 0.0), paid_pc=("i", n, -1), ovh_due=("f", n, 0.0),
+        state_s=("f", n * nstates, 0.0, (n, nstates)), barrier=("i", n, 0),
+        ready=("i", 2 * n + 4, 0))
 
 
-def new_msg_state(M, nnodes):
-    return MsgSt(np.full(M, INF), np.full(M, INF), np.full(M, INF), np.full(M, INF),
-                 np.full(M, -1, np.int64), np.full(M, -1, np.int64), np.full(M, -1, np.int64),
-                 np.full(M, -1, np.int64), np.zeros(max(nnodes, 1)))
+def msg_state(A, M, nnodes):
+    return A.struct(
+        MsgSt, t_post_send=("f", M, INF), t_post_recv=("f", M, INF), t_start=("f", M, INF),
+        t_end=("f", M, INF), send_waiter=("i", M, -1), recv_waiter=("i", M, -1),
+        am_waiter=("i", M, -1), bott=("i", M, -1), nic_next=("f", max(nnodes, 1), 0.0))
 
 
-def new_timers(nslots):
-    return Timers(np.zeros(max(nslots, 1), np.int64), np.full(max(nslots, 1), -1, np.int64),
-                  np.full(max(nslots, 1), INF), np.zeros(max(nslots, 1), np.int64),
-                  np.zeros(max(nslots, 1), np.int64), np.zeros(1, np.int64))
+def timers(A, nslots):
+    n = max(nslots, 1)
+    return A.struct(Timers, item=("i", n, 0), pos=("i", n, -1), t=("f", n, INF),
+                    seq=("i", n, 0), kind=("i", n, 0), len=("i", 1, 0))
 
 
-def new_scalars():
-    return Scalars(np.zeros(8, np.int64), np.zeros(2))
+def scalars(A):
+    from ccmod.kernel.codes import NKS
+    return A.struct(Scalars, ks=("i", NKS, 0), kf=("f", 2, 0.0))
+
+
+def whole_program(nranks, rank_ptr, op, dur, rec_msg, wait_msg, wait_side, wa_ptr, wa_msg,
+                  wa_side):
+    """The :class:`Program` of a whole trace (every rank's records at once)."""
+    rank_ptr = np.asarray(rank_ptr, np.int64)
+    return Program(nranks, rank_ptr, op, dur, rec_msg, wait_msg, wait_side, wa_ptr, wa_msg,
+                   wa_side, rank_ptr[1:], np.zeros(max(nranks, 1), np.int64))

@@ -1,0 +1,130 @@
+"""How the kernel is compiled: without numba's reference counts on the hot path.
+
+numba counts references to every array (and typed list) a compiled function is given: an
+atomic increment when the call starts and a decrement when it returns, ~20 cycles each,
+more than the work of the kernel's small functions. Two ways out, both safe because the
+state buffers live (held by the caller of :func:`ccmod.kernel.loop.run_loop`) for the
+whole call:
+
+* :data:`leaf` compiles a function without reference counting at all (``_nrt=False``):
+  for functions that only index arrays (no allocation, no typed list, nor anything they
+  call: numba compiles the callees of such a function the same way);
+* :func:`borrow` gives a view of an array that carries no reference count (no meminfo), so
+  passing it on costs nothing: the loop borrows its buffers once when it is entered.
+
+Arguments are copied on every call (a named tuple of 45 offsets is 45 pushes): functions
+take the buffers and read the offsets they need from the head of ``I``
+(:func:`msg_in`, :func:`rank_st`, ... inlined, so only the fields used are loaded; a
+field added to a group needs its term here, numba says so otherwise).
+
+Under ``NUMBA_DISABLE_JIT=1`` both are the plain Python identity.
+"""
+from __future__ import annotations
+
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
+from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt, RankSt,
+                                Scalars, Timers)
+
+leaf = njit(cache=True, _nrt=False)
+
+
+def borrow(a):
+    """``a`` itself, seen by compiled code as a view without a reference count."""
+    return a
+
+
+@intrinsic
+def _borrow(typingctx, a):
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(a)(context, builder, value=args[0])
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+    return a(a), codegen
+
+
+@overload(borrow)
+def _borrow_impl(a):
+    if isinstance(a, types.Array):
+        return lambda a: _borrow(a)
+    return None
+
+
+_MI = H_BASE[MsgIn]
+_RS = H_BASE[RankSt]
+_MS = H_BASE[MsgSt]
+_TI = H_BASE[Timers]
+_SC = H_BASE[Scalars]
+_BG = H_BASE[BgSteps]
+_CC = H_BASE[CcState]
+_MM = H_BASE[MmState]
+
+
+@njit(cache=True, inline="always")
+def msg_in(I):
+    b = _MI
+    return MsgIn(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6], I[b + 7],
+                 I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12], I[b + 13], I[b + 14],
+                 I[b + 15], I[b + 16])
+
+
+@njit(cache=True, inline="always")
+def rank_st(I):
+    b = _RS
+    return RankSt(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6],
+                  I[b + 7], I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12], I[b + 13],
+                  I[b + 14], I[b + 15], I[b + 16], I[b + 17])
+
+
+@njit(cache=True, inline="always")
+def msg_st(I):
+    b = _MS
+    return MsgSt(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6], I[b + 7],
+                 I[b + 8])
+
+
+@njit(cache=True, inline="always")
+def timers(I):
+    b = _TI
+    return Timers(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5])
+
+
+@njit(cache=True, inline="always")
+def scalars(I):
+    b = _SC
+    return Scalars(I[b], I[b + 1])
+
+
+@njit(cache=True, inline="always")
+def bg_steps(I):
+    b = _BG
+    return BgSteps(I[b], I[b + 1], I[b + 2], I[b + 3])
+
+
+@njit(cache=True, inline="always")
+def cc_state(I):
+    b = _CC
+    return CcState(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6],
+                   I[b + 7], I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12], I[b + 13],
+                   I[b + 14], I[b + 15], I[b + 16], I[b + 17], I[b + 18], I[b + 19],
+                   I[b + 20], I[b + 21], I[b + 22], I[b + 23], I[b + 24], I[b + 25],
+                   I[b + 26], I[b + 27], I[b + 28], I[b + 29], I[b + 30], I[b + 31],
+                   I[b + 32], I[b + 33], I[b + 34], I[b + 35], I[b + 36], I[b + 37],
+                   I[b + 38], I[b + 39], I[b + 40], I[b + 41], I[b + 42])
+
+
+@njit(cache=True, inline="always")
+def mm_state(I):
+    b = _MM
+    return MmState(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6],
+                   I[b + 7], I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12], I[b + 13],
+                   I[b + 14], I[b + 15], I[b + 16], I[b + 17], I[b + 18], I[b + 19],
+                   I[b + 20], I[b + 21], I[b + 22], I[b + 23], I[b + 24], I[b + 25],
+                   I[b + 26], I[b + 27], I[b + 28], I[b + 29], I[b + 30], I[b + 31],
+                   I[b + 32], I[b + 33], I[b + 34])

@@ -1,0 +1,274 @@
+"""Incremental send/recv matching for the windowed feed (streaming, issue 10).
+
+MPI's non-overtaking rule without wildcards: the k-th send on channel (src, dst, tag)
+matches the k-th receive on it. :mod:`ccmod.compile` matches the whole trace at once; here
+records are matched as each rank's window is loaded, with state carried across windows:
+
+* a send's message id is known from its position alone: ``send_base[rank]`` + the number
+  of sends before it in its rank (the numbering of :func:`ccmod.compile.match_messages`:
+  sends in record order), an active-message request's ``M0 + 2 * (am_base[rank] + k)``;
+* every channel keeps a FIFO of the ids of sends seen but not yet received (a linked list
+  over one pool of nodes);
+* a receive takes the head of its channel's FIFO; when it is empty the sender's records
+  are *scanned ahead* (only their sends are queued, nothing else is kept) until a send on
+  the channel shows up, or the sender's trace ends: an unmatched receive.
+
+What is kept is what is in flight: sends scanned or loaded whose receive is not loaded
+yet. :class:`Matcher` holds the state; :func:`_match` is compiled and resumable (it returns
+to let Python grow the pool, then goes on).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict
+
+from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND
+
+#: _match return codes besides 0 (done) and -(g + 1) (an error at record g)
+GROW = 1
+E_PEER, E_UNMATCHED, E_TRUNC, E_NEGSIZE = 1, 2, 3, 4
+
+
+@njit(cache=True)
+def _key(src, dst, tag, n):
+    return ((src * n + dst) << 32) | (tag & 0xFFFFFFFF)
+
+
+@njit(cache=True)
+def _push(chan, head, tail, nxt, qid, qrec, free, c, mid, g):
+    """Queue send ``mid`` (record g) on channel c; False when the pool is full."""
+    x = free[0]
+    if x < 0:
+        return False
+    free[0] = nxt[x]
+    nxt[x] = -1
+    qid[x] = mid
+    qrec[x] = g
+    if tail[c] >= 0:
+        nxt[tail[c]] = x
+    else:
+        head[c] = x
+    tail[c] = x
+    return True
+
+
+@njit(cache=True)
+def _channel(chan, key):
+    if key in chan:
+        return chan[key]
+    c = len(chan)
+    chan[key] = c
+    return c
+
+
+@njit(cache=True)
+def _scan_one(s, op, peer, tag, rank_end, n, chan, head, tail, nxt, qid, qrec, free, sc, sn,
+              send_base):
+    """Queue the next record of rank s if it is a send. Returns 0, GROW (pool full,
+    nothing done) or -1 (s has no more records)."""
+    g = sc[s]
+    if g >= rank_end[s]:
+        return -1
+    o = op[g]
+    if o == OP_SEND or o == OP_ISEND:
+        d = peer[g]
+        if d < 0 or d >= n:
+            sc[s] = g + 1          # reported when the sender's window is loaded
+            return 0
+        c = _channel(chan, _key(s, d, tag[g], n))
+        if c >= head.shape[0]:
+            return GROW
+        if not _push(chan, head, tail, nxt, qid, qrec, free, c, send_base[s] + sn[s], g):
+            return GROW
+        sn[s] += 1
+    sc[s] = g + 1
+    return 0
+
+
+@njit(cache=True)
+def _match(r, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0, chan, head,
+           tail, nxt, qid, qrec, free, lc, lsn, lam, sc, sn, out, out0, err):
+    """Give message ids to rank r's records ``[lc[r], g1)`` in ``out[g - out0]``.
+
+    Returns 0 when done, GROW when the pool or the channel table must grow first (call
+    again: it goes on where it stopped), or -(g + 1) for an error at record g (its code in
+    ``err[0]``).
+    """
+    while lc[r] < g1:
+        g = lc[r]
+        o = op[g]
+        mid = -1
+        if o == OP_SEND or o == OP_ISEND:
+            d = peer[g]
+            if d < 0 or d >= n:
+                err[0] = E_PEER
+                return -(g + 1)
+            if nbytes[g] < 0:
+                err[0] = E_NEGSIZE
+                return -(g + 1)
+            if g >= sc[r]:         # not scanned ahead yet: queue it now
+                c = _channel(chan, _key(r, d, tag[g], n))
+                if c >= head.shape[0]:
+                    return GROW
+                if not _push(chan, head, tail, nxt, qid, qrec, free, c,
+                             send_base[r] + lsn[r], g):
+                    return GROW
+                sn[r] = lsn[r] + 1
+            mid = send_base[r] + lsn[r]
+            lsn[r] += 1
+        elif o == OP_RECV or o == OP_IRECV:
+            s = peer[g]
+            if s < 0 or s >= n:
+                err[0] = E_PEER
+                return -(g + 1)
+            c = _channel(chan, _key(s, r, tag[g], n))
+            if c >= head.shape[0]:
+                return GROW
+            while head[c] < 0:     # the send is further on in the sender's trace
+                k = _scan_one(s, op, peer, tag, rank_end, n, chan, head, tail, nxt, qid,
+                              qrec, free, sc, sn, send_base)
+                if k == GROW:
+                    return GROW
+                if k < 0:
+                    err[0] = E_UNMATCHED
+                    return -(g + 1)
+            x = head[c]
+            mid = qid[x]
+            if nbytes[g] >= 0 and nbytes[g] < nbytes[qrec[x]]:
+                err[0] = E_TRUNC
+                return -(g + 1)
+            head[c] = nxt[x]
+            if head[c] < 0:
+                tail[c] = -1
+            nxt[x] = free[0]
+            free[0] = x
+        elif o == OP_AMREQUEST:
+            mid = m0 + 2 * (am_base[r] + lam[r])
+            lam[r] += 1
+        out[g - out0] = mid
+        if sc[r] < g + 1:
+            sc[r] = g + 1
+        lc[r] = g + 1
+    return 0
+
+
+class Matcher:
+    """Incremental matching over record columns (any source that gives each rank's
+    records in order; here the workload's arrays)."""
+
+    def __init__(self, w, pool: int = 1024, channels: int = 256):
+        from ccmod.codes import OP_AMREQUEST as AM
+        n = int(w.nranks)
+        self.w = w
+        self.n = n
+        self.cols = (np.asarray(w.op, np.int64), np.asarray(w.peer, np.int64),
+                     np.asarray(w.tag, np.int64), np.asarray(w.nbytes, np.int64))
+        rp = np.asarray(w.rank_ptr, np.int64)
+        self.rank_end = rp[1:].copy()
+        op = self.cols[0]
+        rank = np.repeat(np.arange(n), np.diff(rp))
+        is_send = (op == OP_SEND) | (op == OP_ISEND)
+        nsend = np.bincount(rank[is_send], minlength=n)
+        nam = np.bincount(rank[op == AM], minlength=n)
+        self.send_base = np.concatenate([[0], np.cumsum(nsend)[:-1]]).astype(np.int64)
+        self.am_base = np.concatenate([[0], np.cumsum(nam)[:-1]]).astype(np.int64)
+        self.m0 = int(nsend.sum())
+        self.chan = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self._alloc_channels(channels)
+        self.nxt = np.zeros(0, np.int64)
+        self.qid = np.zeros(0, np.int64)
+        self.qrec = np.zeros(0, np.int64)
+        self.free = np.full(1, -1, np.int64)
+        self._grow_pool(pool)
+        self.lc = rp[:-1].copy()
+        self.sc = rp[:-1].copy()
+        self.lsn = np.zeros(n, np.int64)
+        self.sn = np.zeros(n, np.int64)
+        self.lam = np.zeros(n, np.int64)
+        self.err = np.zeros(1, np.int64)
+
+    def _alloc_channels(self, k):
+        head = np.full(k, -1, np.int64)
+        tail = np.full(k, -1, np.int64)
+        old = getattr(self, "head", None)
+        if old is not None:
+            head[:len(old)] = old
+            tail[:len(old)] = self.tail
+        self.head, self.tail = head, tail
+
+    def _grow_pool(self, k):
+        old = len(self.nxt)
+        nxt = np.empty(k, np.int64)
+        nxt[:old] = self.nxt
+        # the new nodes go in front of the free list
+        nxt[old:k - 1] = np.arange(old + 1, k)
+        nxt[k - 1] = self.free[0]
+        self.free[0] = old
+        qid = np.zeros(k, np.int64)
+        qrec = np.zeros(k, np.int64)
+        qid[:old] = self.qid
+        qrec[:old] = self.qrec
+        self.nxt, self.qid, self.qrec = nxt, qid, qrec
+
+    def ids(self, r: int, g0: int, g1: int) -> np.ndarray:
+        """Message ids of rank r's records ``[g0, g1)`` (the next ones: g0 = where the
+        previous call stopped); -1 for records that are not messages."""
+        out = np.full(g1 - g0, -1, np.int64)
+        while True:
+            k = _match(r, g1, *self.cols, self.rank_end, self.n, self.send_base,
+                       self.am_base, self.m0, self.chan, self.head, self.tail, self.nxt,
+                       self.qid, self.qrec, self.free, self.lc, self.lsn, self.lam, self.sc,
+                       self.sn, out, g0, self.err)
+            if k == 0:
+                return out
+            if k == GROW:
+                if len(self.chan) >= len(self.head):
+                    self._alloc_channels(2 * len(self.head))
+                if self.free[0] < 0:
+                    self._grow_pool(2 * len(self.nxt))
+                continue
+            raise self._error(-k - 1, int(self.err[0]), r)
+
+    def finish(self):
+        """Match every record not loaded yet (after a run, or a deadlock): raises the
+        unmatched receive or send a whole-trace matching would have found."""
+        for r in range(self.n):
+            if self.lc[r] < self.rank_end[r]:
+                self.ids(r, int(self.lc[r]), int(self.rank_end[r]))
+        g = self.unmatched_send()
+        if g is not None:
+            raise self.send_error(g)
+
+    def unmatched_send(self):
+        """The first send (record index) still waiting for its receive, or None."""
+        live = np.flatnonzero(self.head[:len(self.chan)] >= 0)
+        if not live.size:
+            return None
+        return int(min(self.qrec[self.head[c]] for c in live))
+
+    def _error(self, g, code, r):
+        from ccmod.compile import _err
+        w = self.w
+        peer, tag = int(w.peer[g]), int(w.tag[g])
+        if code == E_PEER:
+            return _err(w, g, f"record names rank {peer}, but the trace has ranks "
+                              f"0..{w.nranks - 1}", "fix the peer rank")
+        if code == E_NEGSIZE:
+            return _err(w, g, "send has a negative size")
+        if code == E_TRUNC:
+            return _err(w, g, f"message truncated: recv buffer of {int(w.nbytes[g])} bytes "
+                              f"is smaller than its send",
+                        "MPI reports MPI_ERR_TRUNCATE: a receive must be at least as large "
+                        "as its send (a larger receive is fine)")
+        return _err(w, g, f"unmatched recv: rank {r} receives from rank {peer} (tag {tag}) "
+                          f"but rank {peer} posts no matching send",
+                    "every send needs a recv on the same (src, dst, tag) channel")
+
+    def send_error(self, g):
+        from ccmod.compile import _err
+        w = self.w
+        r, peer, tag = w.rank_of(g), int(w.peer[g]), int(w.tag[g])
+        return _err(w, g, f"unmatched send: rank {r} sends to rank {peer} (tag {tag}) but "
+                          f"rank {peer} posts no matching recv",
+                    "every send needs a recv on the same (src, dst, tag) channel")

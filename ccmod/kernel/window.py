@@ -1,0 +1,202 @@
+"""Windowed program feed: the kernel sees a window of each rank's records at a time.
+
+Streaming (issue 10): instead of every rank's whole record arrays, the kernel's
+:class:`~ccmod.kernel.state.Program` holds, per rank, a window of at most ``W`` records
+(region ``[r * (W + 1), r * (W + 1) + W]``; the extra slot ends the rank's wait lists).
+``rank_end[r]`` is where the loaded records end, ``more[r]`` says the trace goes on. When
+rank r would read past its window the loop pauses (starved, see
+:mod:`ccmod.kernel.loop`); :meth:`WindowFeed.refill` loads its next records into the same
+region (the old ones were all consumed) and the loop resumes where it stopped: the result
+is bit for bit the result of the whole program.
+
+Waits are resolved as the records are loaded (:func:`_fill`): each rank keeps its
+outstanding requests (request id -> message, side) across windows, so a wait may complete
+a request posted windows earlier. A ``waitall``'s list index is its own window position;
+its entries live in the rank's part of a shared pool (grown when a window needs more).
+
+Message ids come from the incremental matcher (:mod:`ccmod.kernel.matcher`, the same ids
+as the static matching of :mod:`ccmod.compile`) or from the static matching. What is not
+windowed yet: the per-message arrays (sized by the trace's message count).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict, List
+
+from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
+
+
+@njit(cache=True)
+def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg,
+          wait_side, wa_ptr, wa_msg, wa_side, k, out):
+    """Copy records ``[g0, g1)`` to window positions from ``pc0``, resolving waits with the
+    rank's outstanding requests ``out``; wait-list entries from pool index ``k``.
+
+    Returns the pool index after the last entry, or ``-(g + 1)`` for the first record g
+    that waits on a request that is not outstanding.
+    """
+    for i in range(g1 - g0):
+        g = g0 + i
+        pc = pc0 + i
+        o = src_op[g]
+        op[pc] = o
+        dur[pc] = src_dur[g]
+        rec_msg[pc] = ids[i]
+        wait_msg[pc] = -1
+        wait_side[pc] = 0
+        wa_ptr[pc] = k
+        if o == OP_ISEND:
+            out[src_req[g]] = 2 * ids[i]
+        elif o == OP_IRECV:
+            out[src_req[g]] = 2 * ids[i] + 1
+        elif o == OP_WAIT:
+            q = src_req[g]
+            if q not in out:
+                return -(g + 1)
+            v = out.pop(q)
+            wait_msg[pc] = v >> 1
+            wait_side[pc] = v & 1
+        elif o == OP_WAITALL:
+            wait_msg[pc] = pc             # its list: wa_ptr[pc] .. wa_ptr[pc + 1]
+            for v in out.values():
+                wa_msg[k] = v >> 1
+                wa_side[k] = v & 1
+                k += 1
+            out.clear()
+    wa_ptr[pc0 + g1 - g0] = k
+    return k
+
+
+@njit(cache=True)
+def _new_outstanding(n):
+    lst = List()
+    for _ in range(max(n, 1)):
+        lst.append(Dict.empty(key_type=types.int64, value_type=types.int64))
+    return lst
+
+
+@njit(cache=True)
+def _outstanding_len(lst, r):
+    return len(lst[r])
+
+
+@njit(cache=True)
+def _fill_rank(lst, r, src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg,
+               wait_msg, wait_side, wa_ptr, wa_msg, wa_side, k):
+    return _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg,
+                 wait_side, wa_ptr, wa_msg, wa_side, k, lst[r])
+
+
+class WindowFeed:
+    """Feed a workload's records to the kernel in per-rank windows of ``window`` records.
+
+    Parameters
+    ----------
+    workload : workloads.base.Workload
+        The records (``op``, ``duration_s``, ``req``; ``rank_ptr``).
+    rec_msg : int64[n records], optional
+        Message id of each send/recv record (-1 otherwise), from the static matching;
+        None: matched as the windows are loaded (:mod:`ccmod.kernel.matcher`).
+    window : int
+        Records per rank in the kernel at once (>= 1).
+    """
+
+    def __init__(self, workload, rec_msg, window: int):
+        w = workload
+        self.w = w
+        n = int(w.nranks)
+        W = int(window)
+        if W < 1:
+            raise ValueError("window must be >= 1 record")
+        self.W, self.stride = W, W + 1
+        self.src = (np.asarray(w.op, np.int64), np.asarray(w.duration_s, np.float64),
+                    np.asarray(w.req, np.int64))
+        self.rec_msg = None if rec_msg is None else np.asarray(rec_msg, np.int64)
+        self.matcher = None
+        if rec_msg is None:
+            from ccmod.kernel.matcher import Matcher
+            self.matcher = Matcher(w)
+        self.rank_ptr_src = np.asarray(w.rank_ptr, np.int64)
+        size = max(n, 1) * self.stride
+        self.rank_ptr = np.arange(n + 1, dtype=np.int64) * self.stride
+        self.op = np.zeros(size, np.int64)
+        self.dur = np.zeros(size)
+        self.msg = np.full(size, -1, np.int64)
+        self.wait_msg = np.full(size, -1, np.int64)
+        self.wait_side = np.zeros(size, np.int64)
+        self.wa_ptr = np.zeros(size + 1, np.int64)
+        self.rank_end = self.rank_ptr[:-1].copy() if n else np.zeros(1, np.int64)
+        self.more = np.zeros(max(n, 1), np.int64)
+        self.next = self.rank_ptr_src[:-1].copy()   # next record of each rank to load
+        self.base = self.next.copy()                 # record at the start of its window
+        self.out = _new_outstanding(n)
+        self.wa_cap = 16                             # pool entries per rank
+        self.wa_msg = np.zeros(max(n, 1) * self.wa_cap, np.int64)
+        self.wa_side = np.zeros(max(n, 1) * self.wa_cap, np.int64)
+        self.loads = 0
+        for r in range(n):
+            self._load(r)
+        self.program = self._program()
+
+    def _program(self):
+        from ccmod.kernel.state import Program
+        return Program(int(self.w.nranks), self.rank_ptr, self.op, self.dur, self.msg,
+                       self.wait_msg, self.wait_side, self.wa_ptr, self.wa_msg, self.wa_side,
+                       self.rank_end, self.more)
+
+    def _grow_pool(self, need: int) -> None:
+        """Give every rank at least ``need`` wait-list entries (entries keep their place
+        within their rank's part; the rank's wa_ptr region moves with it)."""
+        n = int(self.w.nranks)
+        old = self.wa_cap
+        new = max(need, 2 * old)
+        msg = np.zeros(n * new, np.int64)
+        side = np.zeros(n * new, np.int64)
+        for r in range(n):
+            msg[r * new:r * new + old] = self.wa_msg[r * old:(r + 1) * old]
+            side[r * new:r * new + old] = self.wa_side[r * old:(r + 1) * old]
+            lo = r * self.stride
+            self.wa_ptr[lo:lo + self.stride] += r * (new - old)
+        self.wa_msg, self.wa_side, self.wa_cap = msg, side, new
+
+    def _load(self, r: int) -> None:
+        from ccmod.errors import CcmodInputError
+        g0 = int(self.next[r])
+        g1 = min(g0 + self.W, int(self.rank_ptr_src[r + 1]))
+        op = self.src[0]
+        nreq = int(np.count_nonzero((op[g0:g1] == OP_ISEND) | (op[g0:g1] == OP_IRECV)))
+        need = _outstanding_len(self.out, r) + nreq
+        if need > self.wa_cap:
+            self._grow_pool(need)
+        pc0 = r * self.stride
+        if self.matcher is not None:
+            ids = self.matcher.ids(r, g0, g1)
+        else:
+            ids = self.rec_msg[g0:g1]
+        k = _fill_rank(self.out, r, *self.src, ids, g0, g1, pc0, self.op, self.dur, self.msg,
+                       self.wait_msg, self.wait_side, self.wa_ptr, self.wa_msg, self.wa_side,
+                       r * self.wa_cap)
+        if k < 0:
+            bad = -k - 1
+            f, ln = self.w.where(bad)
+            raise CcmodInputError(f"rank {r} waits on request {int(self.w.req[bad])} that is "
+                                  f"not outstanding", source=f, line=ln,
+                                  hint="each wait needs an earlier isend/irecv")
+        self.base[r] = g0
+        self.next[r] = g1
+        self.rank_end[r] = pc0 + (g1 - g0)
+        self.more[r] = int(g1 < self.rank_ptr_src[r + 1])
+        self.loads += 1
+
+    def refill(self, r: int, R) -> None:
+        """Load rank r's next window (it consumed the last one); ``R`` the rank-state views
+        (its program counter restarts at the window's start)."""
+        self._load(r)
+        R.pc[r] = r * self.stride
+        R.paid_pc[r] = -1        # positions are reused: no send of the new window is paid
+        self.program = self._program()   # the pool may have been reallocated
+
+    def record_of(self, r: int, pc: int) -> int:
+        """The trace record at window position ``pc`` of rank r."""
+        return int(self.base[r] + (pc - r * self.stride))

@@ -1,0 +1,370 @@
+"""Vectorised fast path of the TI reader: whole blocks of lines tokenised with numpy.
+
+The line-by-line parser (:class:`~workloads.ti_parse.TIParser`) costs a few microseconds
+per line, which made reading a 10^6-record trace take as long as simulating it. Here a
+file is cut into blocks of whole lines; in each block every token is located at once
+(numpy over the bytes), and the lines whose meaning does not depend on parser state --
+``compute``, ``send`` and ``recv`` with well-formed fields, the bulk of large traces --
+become records without any Python object per line. Every other line (non-blocking
+requests and waits, collectives, ``init``, comments-only lines excepted, and any line
+this module is not *sure* about: odd numbers, huge values, bad ranks) goes through the
+line parser itself, in file order, so behaviour and error messages (``file:line``) stay
+exactly those of the line parser. The records of both kinds are merged by line number
+(a line's records keep their order), which is the order the line parser appends them.
+
+Numbers are converted exactly as ``float(token)`` / ``int(token)`` do: digit strings
+arithmetically (at most 15 digits: exact in a double), anything else with numpy's
+string-to-double cast, which rounds correctly like ``float``. Only printable ASCII,
+tabs and newlines are handled here (``\\r\\n`` is read as a newline); a file with any
+other byte is left to the line parser, whose whitespace and line-break rules (Unicode)
+it then keeps.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ccmod.workloads.base import OP_COMPUTE, OP_RECV, OP_SEND
+
+#: files smaller than this are read by the line parser (numpy's fixed cost dominates)
+FAST_MIN_BYTES = 1 << 16
+#: bytes per block (whole lines): bounds the temporary arrays of one block
+BLOCK_BYTES = 1 << 20
+_ALLOWED = bytes(range(0x20, 0x7F)) + b"\t\n"
+_BIG_FLOPS = 9.0e18          # TIParser's bound on compute flops
+_MAX_COUNT = float(1 << 53)  # TIParser's bound on element counts
+_I31 = 1 << 31
+_NOT_UPPER = bytes(c for c in range(256) if not 65 <= c <= 90)
+_FLOAT_CHARS = np.zeros(256, bool)
+_FLOAT_CHARS[np.frombuffer(b"0123456789.eE+-", np.uint8)] = True
+
+
+def _code(name: str) -> int:
+    """The 8-byte little-endian code of an action name (as :func:`_action_codes`)."""
+    return int.from_bytes(name.encode().ljust(8, b"\0"), "little")
+
+
+_COMPUTE, _SEND, _RECV = _code("compute"), _code("send"), _code("recv")
+_INIT = _code("init")
+
+
+def untagged(data: bytes) -> bool:
+    """:func:`~workloads.ti_parse.looks_untagged` of ``data``, quicker when ``data`` has no
+    capital letter but E (every old-syntax marker has one)."""
+    from ccmod.workloads.ti_parse import OLD_MARKERS
+    if not data.translate(None, _NOT_UPPER).replace(b"E", b""):
+        return False
+    return any(m.encode() in data for m in OLD_MARKERS)
+
+
+def usable(text: str) -> bool:
+    """True when ``text`` is large enough for the fast path to pay off."""
+    return len(text) >= FAST_MIN_BYTES
+
+
+def to_bytes(text: str) -> bytes | None:
+    """``text`` as bytes for the fast path, or None when the line parser must read it."""
+    if not text.isascii():
+        return None
+    data = text.encode("ascii")
+    if b"\r" in data:
+        if data.count(b"\r") != data.count(b"\r\n"):
+            return None            # a lone \r is a line break for splitlines()
+        data = data.replace(b"\r\n", b"\n")
+    if data.translate(None, _ALLOWED):
+        return None                # control bytes: str.split()/splitlines() rules differ
+    return data
+
+
+def blocks(data: bytes, size: int = BLOCK_BYTES):
+    """Yield (block, number of lines before it): whole lines of about ``size`` bytes."""
+    start, line0, n = 0, 0, len(data)
+    while start < n:
+        end = data.find(b"\n", min(start + size, n) - 1) if start + size < n else n
+        end = n if end < 0 else end + 1
+        block = data[start:end]
+        yield block, line0
+        line0 += block.count(b"\n")
+        start = end
+
+
+class _Tokens:
+    """Token boundaries of one block: per non-empty line its first token and count."""
+
+    def __init__(self, data: bytes):
+        buf = np.frombuffer(data, np.uint8)
+        if b"#" in data:
+            buf = _blank_comments(buf)
+        self.buf = buf
+        nw = ((buf != 32) & (buf != 10) & (buf != 9)).view(np.int8)
+        edge = np.diff(nw, prepend=np.int8(0), append=np.int8(0))
+        self.st = np.flatnonzero(edge == 1)
+        self.en = np.flatnonzero(edge == -1)
+        self.nl = np.flatnonzero(buf == 10)
+        # line index (in block) of each token: newlines before its start
+        tl = np.cumsum(buf == 10, dtype=np.int32)[self.st] if len(self.st) else self.st
+        first = np.ones(len(tl), bool)
+        first[1:] = tl[1:] != tl[:-1]
+        self.first = np.flatnonzero(first)           # token index of each line's rank
+        self.line_idx = tl[self.first]
+        self.ntok = np.diff(np.append(self.first, len(tl)))
+
+    def tok(self, k: int, rows):
+        """(start, end) of token ``k`` of lines ``rows`` (rows must have > k tokens)."""
+        i = self.first[rows] + k
+        return self.st[i], self.en[i]
+
+    def text(self, s: int, e: int) -> str:
+        return self.buf[s:e].tobytes().decode("ascii")
+
+    def line_text(self, li: int) -> str:
+        s = int(self.nl[li - 1]) + 1 if li > 0 else 0
+        e = int(self.nl[li]) if li < len(self.nl) else len(self.buf)
+        return self.text(s, e)
+
+
+def _blank_comments(buf):
+    """A copy of ``buf`` with every ``#`` ... end of line replaced by spaces."""
+    h = np.flatnonzero(buf == 35)
+    nl = np.flatnonzero(buf == 10)
+    li = np.searchsorted(nl, h)
+    keep = np.ones(len(h), bool)
+    keep[1:] = li[1:] != li[:-1]
+    h, li = h[keep], li[keep]
+    end = np.append(nl, len(buf))[li]           # the newline ending each '#' line
+    delta = np.zeros(len(buf) + 1, np.int8)
+    delta[h] = 1
+    delta[end] -= 1
+    out = buf.copy()
+    out[np.cumsum(delta[:-1], dtype=np.int8) > 0] = 32
+    return out
+
+
+def _digits(buf, s, e, maxlen: int):
+    """Values and validity of tokens [s, e) made of 1..maxlen ASCII digits."""
+    L = e - s
+    ok = (L >= 1) & (L <= maxlen)
+    val = np.zeros(len(s), np.int64)
+    live = np.flatnonzero(ok)
+    j = 0
+    while live.size:
+        d = buf[s[live] + j] - np.uint8(48)          # wraps: non-digits become > 9
+        bad = d > 9
+        if bad.any():
+            ok[live[bad]] = False
+        val[live] = val[live] * 10 + d
+        j += 1
+        live = live[L[live] > j]
+    return val, ok
+
+
+def _floats(buf, s, e):
+    """``float(token)`` of tokens [s, e) and validity (numeric-looking, parsed)."""
+    v, ok = _digits(buf, s, e, 15)                 # exact integers: the common case
+    out = v.astype(np.float64)
+    rest = np.flatnonzero(~ok)
+    if not rest.size:
+        return out, ok
+    rs, re_ = s[rest], e[rest]
+    L = re_ - rs
+    fine = (L >= 1) & (L <= 40)
+    W = int(L[fine].max()) if fine.any() else 1
+    idx = rs[:, None] + np.arange(W)
+    inside = idx < re_[:, None]
+    ch = np.where(inside, buf[np.minimum(idx, len(buf) - 1)], 0).astype(np.uint8)
+    fine &= np.all(_FLOAT_CHARS[ch] | ~inside, axis=1)
+    fine &= (ch[:, 0] != 43) & (ch[:, 0] != 45)    # a sign first: left to the line parser
+    strs = np.ascontiguousarray(ch).view(f"S{W}").reshape(-1)
+    vals = np.zeros(len(rest))
+    try:
+        with np.errstate(all="ignore"):
+            vals[fine] = strs[fine].astype(np.float64)
+    except ValueError:                              # one bad token: find them one by one
+        for j in np.flatnonzero(fine):
+            try:
+                vals[j] = float(strs[j])
+            except ValueError:
+                fine[j] = False
+    out[rest] = vals
+    ok[rest] = fine
+    return out, ok
+
+
+def _action_codes(T: _Tokens, rows):
+    """8-byte code of token 1 of ``rows`` (0 when longer than 8 bytes)."""
+    s, e = T.tok(1, rows)
+    idx = s[:, None] + np.arange(8)
+    inside = idx < e[:, None]
+    ch = np.where(inside, T.buf[np.minimum(idx, len(T.buf) - 1)], 0).astype(np.uint8)
+    code = np.ascontiguousarray(ch).view("<u8").reshape(-1)
+    return np.where(e - s <= 8, code, 0)
+
+
+class LazyLines:
+    """``text.splitlines()`` made only if iterated (the parser's collective prescan)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __iter__(self):
+        return iter(self.text.splitlines())
+
+
+def feed(p, data: bytes, fname: str, untagged: bool, all_lines) -> None:
+    """Parse one file's ``data`` (from :func:`to_bytes`) into TIParser ``p``.
+
+    Equivalent to ``p.feed(text.splitlines(), fname, untagged)``; ``all_lines`` is what
+    that call's ``lines`` would be (iterated only by a collective's rank prescan).
+    """
+    if p.syntax == "untagged":
+        untagged = True
+    elif p.syntax == "tagged":
+        untagged = False
+    fid = p.b.file(fname)
+    for block, line0 in blocks(data):
+        _feed_block(p, block, line0, fname, fid, untagged, all_lines)
+
+
+def _feed_block(p, data, line0, fname, fid, untagged, all_lines):
+    T = _Tokens(data)
+    L = len(T.first)
+    if not L:
+        return
+    buf, ntok = T.buf, T.ntok
+    rank, ok = _digits(buf, T.st[T.first], T.en[T.first], 10)
+    ok &= rank < (_I31 if p.nranks is None else min(_I31, p.nranks))
+    fast = np.zeros(L, bool)
+    vec = None
+    if ok.all():
+        # every rank reads the same both ways: the parser's per-rank facts are set here,
+        # in line order, before its own pass over the other lines
+        u, first = np.unique(rank, return_index=True)
+        for r, i in zip(u.tolist(), first.tolist()):
+            p.first_line.setdefault(r, (fname, line0 + int(T.line_idx[i]) + 1))
+            p.rank_tok.setdefault(str(r), r)
+        vec, fast = _vectorise(p, T, rank, untagged)
+    b = p.b
+    b.close_lists()
+    slow = np.flatnonzero(~fast)
+    if slow.size:
+        li = T.line_idx[slow].tolist()
+        p.feed(all_lines, fname, untagged,
+               numbered=((line0 + i + 1, T.line_text(i)) for i in li))
+    lists = b.take_lists()
+    if vec is None:
+        b.add_chunk(lists, {k: np.zeros(0, np.int64) for k in lists})
+        return
+    vec["line"] = (line0 + 1 + T.line_idx[vec.pop("rows")]).astype(np.int64)
+    vec["file_id"] = np.full(len(vec["line"]), fid, np.int32)
+    b.add_chunk(lists, vec)
+
+
+def _vectorise(p, T: _Tokens, rank, untagged: bool):
+    """Records of the compute/send/recv lines this module is sure of, and their mask."""
+    buf, ntok = T.buf, T.ntok
+    L = len(ntok)
+    code = np.zeros(L, np.uint64)
+    two = np.flatnonzero(ntok >= 2)
+    code[two] = _action_codes(T, two)
+    # compute <flops>
+    c = np.flatnonzero((code == _COMPUTE) & (ntok >= 3))
+    flops, okc = _floats(buf, *T.tok(2, c))
+    okc &= (flops >= 0.0) & (flops < _BIG_FLOPS)
+    c, dur = c[okc], flops[okc] * p.inv_rate
+    # send / recv
+    q = np.flatnonzero(((code == _SEND) & (ntok >= 4)) | ((code == _RECV) & (ntok >= 3)))
+    n = ntok[q]
+    peer, okq = _digits(buf, *T.tok(2, q), 10)
+    okq &= peer < _I31
+    # which fields are tag / count / datatype (TIParser.feed's rules)
+    tok3 = np.minimum(n - 1, 3)
+    s3, e3 = T.st[T.first[q] + tok3], T.en[T.first[q] + tok3]
+    neg = buf[s3] == 45
+    t_abs, int3 = _digits(buf, s3 + neg, e3, 10)
+    long3 = (e3 - s3 - neg) > 10       # an integer the digit reader does not cover
+    okq &= ~((n == 5) & long3)
+    tagged5 = (n == 5) & int3 & (not untagged)
+    has_tag = tagged5 | (n >= 6)
+    tag = np.where(neg, -t_abs, t_abs)
+    okq &= ~has_tag | (int3 & (tag >= -_I31) & (tag < _I31))
+    tag = np.where(has_tag, tag, 0)
+    k_cnt = np.where(has_tag, 4, 3)
+    has_cnt = n >= 4
+    kc = np.where(has_cnt, k_cnt, 2)   # a harmless token where there is no count
+    cnt, okn = _floats(buf, T.st[T.first[q] + kc], T.en[T.first[q] + kc])
+    okq &= ~has_cnt | (okn & (cnt >= 0.0) & (cnt < _MAX_COUNT))
+    has_dt = ((n == 5) & ~tagged5) | (n >= 6)
+    kd = np.where(has_dt, k_cnt + 1, 2)
+    sd, ed = T.st[T.first[q] + kd], T.en[T.first[q] + kd]
+    dt, okd = _digits(buf, sd, ed, 2)
+    okq &= ~has_dt | (okd & (dt <= 59))
+    from ccmod.workloads.ti_colls import DTYPE_BYTES, REPLAYABLE_IDS
+    table = np.array([DTYPE_BYTES[i] if i in REPLAYABLE_IDS else 1 for i in range(60)],
+                     np.int64)
+    elem = np.where(has_dt, table[np.minimum(dt, 59)], 0)
+    need = np.flatnonzero(okq & ~has_dt & has_cnt)
+    if need.size:
+        elem[need] = _rank_elem(p, T, rank, code, q[need])
+    cnt = np.where(okq & has_cnt, cnt, 0.0)         # no cast warning on refused counts
+    nb = np.where(has_cnt, (cnt * elem + 0.5).astype(np.int64), -1)
+    is_send = code[q] == _SEND
+    okq &= ~(is_send & ~has_cnt)
+    inb = np.flatnonzero(okq & has_dt & ~((ed - sd == 1) & (dt <= 6)))
+    p.in_bytes.extend(T.text(int(s), int(e)) for s, e in zip(sd[inb], ed[inb]))
+    q, n_ok = q[okq], okq
+    p.counts["compute"] = p.counts.get("compute", 0) + len(c)
+    ns = int(np.count_nonzero(is_send[n_ok]))
+    if ns:
+        p.counts["send"] = p.counts.get("send", 0) + ns
+    if len(q) - ns:
+        p.counts["recv"] = p.counts.get("recv", 0) + len(q) - ns
+    fast = np.zeros(L, bool)
+    fast[c] = True
+    fast[q] = True
+    nc = len(c)
+    # in the Workload's dtypes (values checked above): no wider copy is held until build
+    rows = np.concatenate([c, q])
+    o = np.argsort(rows, kind="stable")            # line order: no reordering at build
+    vec = {
+        "rows": rows[o],
+        "rank": np.concatenate([rank[c], rank[q]]).astype(np.int32)[o],
+        "op": np.concatenate([np.full(nc, OP_COMPUTE, np.int8),
+                              np.where(is_send[n_ok], OP_SEND, OP_RECV).astype(np.int8)])[o],
+        "peer": np.concatenate([np.full(nc, -1, np.int32), peer[n_ok].astype(np.int32)])[o],
+        "tag": np.concatenate([np.zeros(nc, np.int32), tag[n_ok].astype(np.int32)])[o],
+        "nbytes": np.concatenate([np.zeros(nc, np.int64), nb[n_ok]])[o],
+        "duration_s": np.concatenate([dur, np.zeros(len(q))])[o],
+        "req": np.full(nc + len(q), -1, np.int64),
+    }
+    return vec, fast
+
+
+def _rank_elem(p, T: _Tokens, rank, code, rows):
+    """Element size in force on each line of ``rows`` (a count without a datatype):
+    the rank's ``init`` lines earlier in the block, else the rank's state before it."""
+    default = p.elem_bytes or 1
+    r = rank[rows]
+    u, inv = np.unique(r, return_inverse=True)
+    start = np.array([p.states[x].elem if x in p.states else default for x in u.tolist()],
+                     np.int64)[inv]
+    if p.elem_bytes is not None:
+        return start
+    ini = np.flatnonzero(code == _INIT)
+    if not ini.size:
+        return start
+    # per rank, the latest init line before each row (rows and inits sorted by rank, line)
+    allr = np.concatenate([rows, ini])
+    is_init = np.concatenate([np.zeros(len(rows), bool), np.ones(len(ini), bool)])
+    val = np.where(T.ntok[allr] > 2, 8, 1)
+    o = np.lexsort((allr, rank[allr]))
+    ro = rank[allr][o]
+    pos = np.where(is_init[o], np.arange(len(o)), -1)
+    last = np.maximum.accumulate(pos)
+    seg = np.ones(len(o), bool)
+    seg[1:] = ro[1:] != ro[:-1]
+    seg_start = np.maximum.accumulate(np.where(seg, np.arange(len(o)), 0))
+    got = last >= seg_start
+    out_o = np.where(got, val[o][np.maximum(last, 0)], -1)
+    out = np.empty(len(allr), np.int64)
+    out[o] = out_o
+    out = out[:len(rows)]
+    return np.where(out >= 0, out, start)
