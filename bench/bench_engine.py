@@ -20,7 +20,8 @@ nojit      random64 at 2k records with NUMBA_DISABLE_JIT=1 (the same code, inter
 Every measurement runs in a fresh subprocess (its own peak RSS); ccmod and SimGrid runs
 alternate, ``--repeat`` times, and medians are reported. ``engine rec/s`` is records over
 the engine's own wall time (compile + evaluate, no reading); SimGrid's is records over
-``Engine::run()``; ``whole s`` is the whole process (``ccmod run trace.ti --json`` vs the
+``Engine::run()``; ``kernel rec/s`` is records over the compiled loop's time alone
+(``Engine.run``: no matching, routing, state set-up or numba start-up); ``whole s`` is the whole process (``ccmod run trace.ti --json`` vs the
 SimGrid binary: start-up, reading, simulating). Memory: peak RSS above the interpreter
 with ccmod imported, per record (not recording outputs).
 """
@@ -123,12 +124,24 @@ def _child(args) -> None:
     from ccmod.api import run
     import ccmod.kernel.loop  # noqa: F401 - imported before the baseline
     import pandas  # noqa: F401
+    import ccmod.engine as eng_mod
     base = peak_rss_bytes()
+    kernel = []
+    orig = eng_mod.Engine.run
+
+    def timed(self):                   # the compiled loop alone (Engine.run)
+        k0 = time.perf_counter()
+        out = orig(self)
+        kernel.append(time.perf_counter() - k0)
+        return out
+
+    eng_mod.Engine.run = timed
     t0 = time.perf_counter()
     r = run(args.trace, args.network, sharing=args.sharing, mapping=args.map, record=False)
     t_all = time.perf_counter() - t0
     peak = peak_rss_bytes()
     print(json.dumps({"records": r.records, "wall_s": r.wall_s, "read_s": t_all - r.wall_s,
+                      "kernel_s": sum(kernel),
                       "makespan_s": r.makespan_s, "events": r.events,
                       "mem_B_per_record": max(peak - base, 0) / max(r.records, 1),
                       "peak_MB": peak / 2**20}))
@@ -223,6 +236,7 @@ def main() -> None:
         row = {"case": name, "sharing": sharing, "records": case["records"],
                "engine_rec_per_s": med([c["records"] / c["wall_s"] for c in cc]),
                "engine_wall_s": med([c["wall_s"] for c in cc]),
+               "kernel_rec_per_s": med([c["records"] / c["kernel_s"] for c in cc]),
                "read_s": med([c["read_s"] for c in cc]),
                "mem_B_per_record": med([c["mem_B_per_record"] for c in cc]),
                "peak_MB": med([c["peak_MB"] for c in cc]),
@@ -253,6 +267,7 @@ def main() -> None:
     r = run_ccmod(small, "ccmod", STAR, env={"NUMBA_DISABLE_JIT": "1"})
     rows.append({"case": "nojit-random64", "sharing": "ccmod", "records": r["records"],
                  "engine_rec_per_s": r["records"] / r["wall_s"], "engine_wall_s": r["wall_s"],
+                 "kernel_rec_per_s": r["records"] / r["kernel_s"],
                  "read_s": r["read_s"], "mem_B_per_record": r["mem_B_per_record"],
                  "peak_MB": r["peak_MB"], "makespan_s": r["makespan_s"]})
     if a.json:
@@ -266,13 +281,14 @@ def _fmt(r):
 
 
 def table(rows):
-    head = ("| case | sharing | records | engine rec/s | SimGrid ev/s | ratio | engine s | "
-            "whole s (ccmod / SimGrid) | B/record | peak MB (ccmod / SimGrid) |")
-    out = [head, "|" + "---|" * 10]
+    head = ("| case | sharing | records | engine rec/s | kernel rec/s | SimGrid ev/s | ratio | "
+            "engine s | whole s (ccmod / SimGrid) | B/record | peak MB (ccmod / SimGrid) |")
+    out = [head, "|" + "---|" * 11]
     for r in rows:
         sg = r.get("simgrid_ev_per_s")
         out.append(
             f"| {r['case']} | {r['sharing']} | {r['records']:,} | {r['engine_rec_per_s']:,.0f} | "
+            f"{r.get('kernel_rec_per_s', float('nan')):,.0f} | "
             f"{'' if sg is None else f'{sg:,.0f}'} | "
             f"{'' if sg is None else format(r['ratio'], '.2f') + 'x'} | "
             f"{r['engine_wall_s']:.2f} | "

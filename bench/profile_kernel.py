@@ -5,7 +5,9 @@ Usage::
     python bench/profile_kernel.py [--records 100000] [--repeat 3]
 
 Cases: ``compute`` (64 ranks, compute records only), ``random64`` (random pairs of
-blocking send/recv on a star) under ``ccmod`` and ``maxmin``. Wall and CPU
+blocking send/recv on a star) under ``ccmod`` and ``maxmin``, ``incast512`` (512 messages
+sharing one node's downlink) and ``light16`` (myrinet16, compute between messages), as in
+bench/bench_engine.py. Wall and CPU
 (``time.process_time``) seconds are both reported: the machine may be shared.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,16 +32,20 @@ def compute_only(P, nrec):
 
 
 def main() -> None:
-    from bench_engine import STAR, random_pairs
+    from bench_engine import STAR, incast, random_pairs
     import ccmod.engine as eng_mod
     from ccmod.api import run
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    cases = [("compute", compute_only(64, a.records), "ccmod"),
-             ("random64", random_pairs(64, a.records, 1), "ccmod"),
-             ("random64", random_pairs(64, a.records, 1), "maxmin")]
+    rp = random_pairs(64, a.records, 1)
+    inc = incast(512, a.records)
+    light = random_pairs(16, a.records, 2, compute_mean_s=1e-4)
+    cases = [("compute", compute_only(64, a.records), "ccmod", STAR, None),
+             ("random64", rp, "ccmod", STAR, None), ("random64", rp, "maxmin", STAR, None),
+             ("incast512", inc, "ccmod", STAR, list(range(512)) + [512] * 512),
+             ("light16", light, "ccmod", "myrinet16", None)]
     times = []
     orig = eng_mod.Engine.run
 
@@ -49,11 +56,16 @@ def main() -> None:
         return out
 
     eng_mod.Engine.run = timed
-    for name, w, sharing in cases:
-        run(w, STAR, sharing=sharing, record=False)     # warm the JIT
+    for name, w, sharing, net, mapping in cases:
+        kw = {}
+        if mapping is not None:                 # a map file, as bench_engine writes it
+            mp = Path(tempfile.mkdtemp(prefix="ccmod-prof-")) / f"{name}.map"
+            mp.write_text("".join(f"{r} {nd}\n" for r, nd in enumerate(mapping)))
+            kw["mapping"] = str(mp)
+        run(w, net, sharing=sharing, record=False, **kw)     # warm the JIT
         times.clear()
         for _ in range(a.repeat):
-            run(w, STAR, sharing=sharing, record=False)
+            run(w, net, sharing=sharing, record=False, **kw)
         wall = statistics.median(t[0] for t in times)
         cpu = statistics.median(t[1] for t in times)
         n = w.nrecords

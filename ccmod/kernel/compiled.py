@@ -9,8 +9,9 @@ whole call:
 * :data:`leaf` compiles a function without reference counting at all (``_nrt=False``):
   for functions that only index arrays (no allocation, no typed list, nor anything they
   call: numba compiles the callees of such a function the same way);
-* :func:`borrow` gives a view of an array that carries no reference count (no meminfo), so
-  passing it on costs nothing: the loop borrows its buffers once when it is entered.
+* :func:`borrow` gives a view of an array (or typed list) that carries no reference count
+  (no meminfo), so passing it on costs nothing: the loop borrows its buffers, program and
+  logs once when it is entered.
 
 Arguments are copied on every call (a named tuple of 45 offsets is 45 pushes): functions
 take the buffers and read the offsets they need from the head of ``I``
@@ -38,20 +39,26 @@ def borrow(a):
 
 @intrinsic
 def _borrow(typingctx, a):
-    if not isinstance(a, types.Array):
+    if isinstance(a, types.Array):
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(a)(context, builder, value=args[0])
+            ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+            ary.parent = cgutils.get_null_value(ary.parent.type)
+            return ary._getvalue()
+    elif isinstance(a, types.ListType):
+        def codegen(context, builder, sig, args):
+            # a typed list is (meminfo, pointer to the C list): appends use the pointer
+            lst = cgutils.create_struct_proxy(a)(context, builder, value=args[0])
+            lst.meminfo = cgutils.get_null_value(lst.meminfo.type)
+            return lst._getvalue()
+    else:
         return None
-
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(a)(context, builder, value=args[0])
-        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-        ary.parent = cgutils.get_null_value(ary.parent.type)
-        return ary._getvalue()
     return a(a), codegen
 
 
 @overload(borrow)
 def _borrow_impl(a):
-    if isinstance(a, types.Array):
+    if isinstance(a, (types.Array, types.ListType)):
         return lambda a: _borrow(a)
     return None
 

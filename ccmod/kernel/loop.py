@@ -40,7 +40,7 @@ from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flus
 from ccmod.kernel.compiled import (borrow, bg_steps, cc_state, leaf, mm_state, msg_in,
                                    msg_st, rank_st, scalars, timers)
 from ccmod.kernel.heaps import timer_pop, timer_set
-from ccmod.kernel.state import Program
+from ccmod.kernel.state import Logs, Program
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
                                  mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
@@ -406,13 +406,14 @@ def run_loop(C, P, L, I, F):
     Returns True when every event was processed; False when ``C.max_events`` horizons
     passed or a rank is starved (``I[K.ks + K_STARVED]`` = rank + 1, see above).
     """
-    # the buffers and the program seen without reference counts: the calls below pass
+    # the buffers, program and logs seen without reference counts: the calls below pass
     # them on for free (they live until this call returns)
     I = borrow(I)
     F = borrow(F)
     P = Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur), borrow(P.rec_msg),
                 borrow(P.wait_msg), borrow(P.wait_side), borrow(P.wa_ptr), borrow(P.wa_msg),
                 borrow(P.wa_side), borrow(P.rank_end), borrow(P.more))
+    L = Logs(borrow(L.states), borrow(L.load), borrow(L.sig))
     M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
     K, BG = scalars(I), bg_steps(I)
     CS, MS = cc_state(I), mm_state(I)
