@@ -95,9 +95,18 @@ def _pair_by_channel(w: Workload, rank, s_idx, r_idx):
     s_pair = rank[s_idx] * n + w.peer[s_idx]
     r_pair = w.peer[r_idx].astype(np.int64) * n + rank[r_idx]
     s_tag, r_tag = w.tag[s_idx], w.tag[r_idx]
-    so = np.lexsort((s_tag, s_pair))
-    ro = np.lexsort((r_tag, r_pair))
-    if not (np.array_equal(s_pair[so], r_pair[ro]) and np.array_equal(s_tag[so], r_tag[ro])):
+    if n * n < (1 << 31):
+        # one int64 key per message, (pair, tag) in lexicographic order: one stable sort
+        s_key = (s_pair << 32) + (s_tag.astype(np.int64) + (1 << 31))
+        r_key = (r_pair << 32) + (r_tag.astype(np.int64) + (1 << 31))
+        so = np.argsort(s_key, kind="stable")
+        ro = np.argsort(r_key, kind="stable")
+        same = np.array_equal(s_key[so], r_key[ro])
+    else:
+        so = np.lexsort((s_tag, s_pair))
+        ro = np.lexsort((r_tag, r_pair))
+        same = np.array_equal(s_pair[so], r_pair[ro]) and np.array_equal(s_tag[so], r_tag[ro])
+    if not same:
         return None
     send_rec, recv_rec = s_idx[so], r_idx[ro]
     order = np.argsort(send_rec, kind="stable")

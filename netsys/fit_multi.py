@@ -12,8 +12,9 @@ streams (osu_bw, osu_mbw_mr, IMB Uniband)
     ``stream_bandwidth_Bps``: the plateau of the streaming bandwidth (the rate bytes flow
     at when messages share a resource; the rest of ``T(n)`` becomes the latency phase);
     ``gap_s``: the NIC gap, the smallest per-message time of any stream of small messages
-    (all senders on one node: the node's highest message rate); ``o_send_s``: the
-    per-message time of a single pair's small-message stream (the sender's CPU cost).
+    (all senders on one node: the node's highest message rate); ``o_send_s`` +
+    ``o_recv_s``: the per-message time of a single pair's small-message stream, half each
+    (the sender's and the receiver's CPU cost).
     Streams beyond the ping-pong's largest size extend the model by a segment at the
     streaming bandwidth (instead of extrapolating the ping-pong's last slope).
 intra-node (ping-pong or streams between two ranks of one node)
@@ -23,7 +24,8 @@ intra-node, several pairs at once (IMB Uniband / Biband ``-npmin`` tables whose 
 in one node, osu_mbw_mr inside one node)
     ``intra.aggregate_bandwidth_Bps``: how many bytes per second the node's cores copy
     together (the node's copy resource; one pair still copies at ``intra.bandwidth_Bps``):
-    per size >= 256 KiB the largest total over the tables, then the median over sizes.
+    per size >= 2 MiB (buffers beyond the caches) the largest total over the tables, then
+    the median over sizes.
 
 The result is one JSON model file (``--cost``); ``fitted_range`` records the sizes it was
 fitted on, and a run warns about larger messages.
@@ -42,6 +44,10 @@ from ccmod.netsys.pingpong import ReadOptions, read_measurements, read_text
 SMALL_BYTES = 64
 #: sizes from this many bytes on give the streaming-bandwidth plateau
 PLATEAU_BYTES = 262144
+#: sizes from this many bytes on give the aggregate intra-node copy bandwidth: buffers that
+#: no longer fit in the cores' caches (below it, IMB's reused buffers copy at cache speed:
+#: alaska Open MPI 140-210 GB/s at 256 KiB-1 MiB, 47 GB/s at 4 MiB)
+AGGREGATE_BYTES = 2 * 1024 * 1024
 
 
 def _pairs_of(path) -> int:
@@ -142,11 +148,12 @@ def aggregate_summary(paths, processes=None, fmt: str = "auto",
                                                           "osu_mbw_mr run inside one node")
             both = 2.0 if "biband" in m.format.lower() else 1.0
             for n, t in zip(m.nbytes, m.one_way_s):
-                if n >= PLATEAU_BYTES and t > 0:
+                if n >= AGGREGATE_BYTES and t > 0:
                     best[int(n)] = max(best.get(int(n), 0.0), both * float(n) / float(t))
     if not best:
-        raise CcmodInputError(f"no size >= {PLATEAU_BYTES} bytes to measure the aggregate "
-                              "intra-node bandwidth", source=", ".join(map(str, paths)))
+        raise CcmodInputError(f"no size >= {AGGREGATE_BYTES} bytes to measure the aggregate "
+                              "intra-node bandwidth (smaller buffers copy at cache speed)",
+                              source=", ".join(map(str, paths)))
     return {"aggregate_bandwidth_Bps": float(np.median(list(best.values())))}
 
 
@@ -169,7 +176,10 @@ def combine(model: PiecewiseLinearCost, stream: dict | None = None, intra: dict 
                          "bandwidth_Bps": bs})
             d["fitted_range"][1] = int(stream["max_bytes"])
         if charge_overheads and stream["o_send_s"] > 0:
-            o = min(stream["o_send_s"], 0.5 * min(s["latency_s"] for s in segs))
+            # one pair's small-message time t is o_send + o_recv: in a window the sender
+            # pays o_send before each injection and the receiver o_recv once its wait
+            # completes, so a stream reproduces t (half each; together <= the latency)
+            o = min(0.5 * stream["o_send_s"], 0.5 * min(s["latency_s"] for s in segs))
             d["overheads"] = [{"min_bytes": 0, "o_send_s": o, "o_send_s_per_byte": 0.0,
                                "o_recv_s": o, "o_recv_s_per_byte": 0.0}]
     if intra:

@@ -57,7 +57,8 @@ def test_combine_keeps_pingpong_quiet_time_and_splits_latency():
     assert m.fitted_max_bytes == 1 << 22
     assert m.gap_s == 1e-7 and m.intra_latency_s == 3e-7 and m.intra_bandwidth_Bps == 8e9
     o_s, o_r = m.overheads_s(np.array([8, 8]), np.array([False, True]))
-    assert o_s.tolist() == [5e-7, 0.0] and o_r.tolist() == [5e-7, 0.0]
+    # one pair's per-message stream time is o_send + o_recv (half each)
+    assert o_s.tolist() == [2.5e-7, 0.0] and o_r.tolist() == [2.5e-7, 0.0]
     back = PiecewiseLinearCost.from_dict(json.loads(json.dumps(m.to_dict())))
     assert back.quiet_s(n) == pytest.approx(m.quiet_s(n)) and back.gap_s == m.gap_s
 

@@ -166,3 +166,36 @@ def test_streamed_matching_errors_are_one_clear_line():
     b.recv(1, 0, nbytes=8)
     with pytest.raises(CcmodInputError, match="message truncated"):
         Matcher(b.build()).ids(1, 1, 2)
+
+
+def test_windowed_signal_log_and_idle_ranks_are_identical(tmp_path):
+    """The debug sink's signal log (every horizon, start, end) and a rank without records."""
+    w = generate("halo2d:px=3,py=2,iterations=3", seed=1)
+    logs = []
+    for i, win in enumerate((None, 1, 2)):
+        r = run(w, "star", sinks=["debug"], out_dir=tmp_path / str(i), window_records=win)
+        logs.append((r.signals.t_s.to_numpy().tobytes(), list(r.signals.signal),
+                     list(r.signals.args)))
+    assert logs[0] == logs[1] == logs[2]
+    b = WorkloadBuilder(3)     # rank 1: no records at all
+    b.send(0, 2, 8)
+    b.recv(2, 0)
+    b.compute(2, 1e-6)
+    w = b.build()
+    assert w.rank_ptr[1] == w.rank_ptr[2]
+    assert_identical(run(w, "star", record=True), run(w, "star", record=True,
+                                                      window_records=1), "idle")
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from test_engine_properties import NETS, programs  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs(), st.sampled_from(NETS), st.sampled_from(["ccmod", "maxmin"]),
+       st.sampled_from(["rendezvous", "eager", "detached"]), st.integers(1, 4))
+def test_random_programs_windowed_equal_whole(w, net, sharing, mode, window):
+    kw = dict(sharing=sharing, send_mode=mode, record=True, mapping=None)
+    assert_identical(run(w, net, **kw), run(w, net, window_records=window, **kw),
+                     (net, sharing, mode, window))

@@ -180,3 +180,23 @@ def test_feed_text_declines_control_bytes():
     p = TIParser(None)
     _feed_text(p, "0 compute 1\x0b\n0 send 0 1\n0 recv 0 1\n", "vt.ti")
     assert p.finish("vt.ti").nrecords == 3
+
+
+def test_digit_reader_agrees_with_int():
+    # the 8-bytes-at-once digit reader: every length, digits next to ':' '/' and others
+    rng = random.Random(3)
+    alphabet = "0123456789" * 6 + "/:.-eE+x\x7f "
+    toks = [str(v) for v in (0, 7, 10, 99999999, 100000000, 123456789, 2**31 - 1, 2**31)]
+    toks += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 17)))
+             for _ in range(3000)]
+    toks = [t.replace(" ", "0") for t in toks]
+    text = " ".join(toks)
+    T = ti_fast._Tokens(text.encode())
+    assert len(T.st) == len(toks)
+    for maxlen in (2, 8, 10, 15):
+        val, ok = ti_fast._digits(T, T.st, T.en, maxlen)
+        for t, v, good in zip(toks, val.tolist(), ok.tolist()):
+            want = t.isdigit() and len(t) <= maxlen
+            assert good == want, (t, maxlen)
+            if want:
+                assert v == int(t), t

@@ -94,7 +94,11 @@ class _Tokens:
         buf = np.frombuffer(data, np.uint8)
         if b"#" in data:
             buf = _blank_comments(buf)
-        self.buf = buf
+        # buf plus 8 zero bytes, seen as the 8 bytes starting at each position (uint64,
+        # little-endian, unaligned): a token of <= 8 bytes is then one gather
+        pad = np.concatenate([buf, np.zeros(8, np.uint8)])
+        self.buf = pad[:len(buf)]
+        self.u64 = np.ndarray((len(buf) + 1,), dtype="<u8", buffer=pad, strides=(1,))
         nw = ((buf != 32) & (buf != 10) & (buf != 9)).view(np.int8)
         edge = np.diff(nw, prepend=np.int8(0), append=np.int8(0))
         self.st = np.flatnonzero(edge == 1)
@@ -139,12 +143,37 @@ def _blank_comments(buf):
     return out
 
 
-def _digits(buf, s, e, maxlen: int):
-    """Values and validity of tokens [s, e) made of 1..maxlen ASCII digits."""
+#: keeps the first L bytes of a little-endian uint64 (L = 0..8)
+_KEEP = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], np.uint64)
+_ZEROS = np.uint64(0x3030303030303030)      # "00000000"
+_HI = np.uint64(0xF0F0F0F0F0F0F0F0)
+
+
+def _digits(T, s, e, maxlen: int):
+    """Values and validity of tokens [s, e) made of 1..maxlen ASCII digits.
+
+    Up to 8 digits at once per token (SWAR on the 8 bytes as one uint64: left-pad with
+    '0', check every byte is a digit, combine 2 -> 4 -> 8 digits); longer ones digit by
+    digit.
+    """
     L = e - s
     ok = (L >= 1) & (L <= maxlen)
     val = np.zeros(len(s), np.int64)
-    live = np.flatnonzero(ok)
+    short = np.flatnonzero(ok & (L <= 8))
+    if short.size:
+        n = L[short]
+        shift = (8 * (8 - n)).astype(np.uint64)
+        raw = T.u64[s[short]] & _KEEP[n]
+        x = (raw << shift) | (_ZEROS & (_KEEP[8 - n]))
+        good = ((x & _HI) == _ZEROS) & (((x + np.uint64(0x0606060606060606)) & _HI) == _ZEROS)
+        x = x - _ZEROS
+        x = ((x * np.uint64(10)) + (x >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+        x = ((x * np.uint64(100)) + (x >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+        x = ((x * np.uint64(10000)) + (x >> np.uint64(32))) & np.uint64(0x00000000FFFFFFFF)
+        val[short] = x.astype(np.int64)
+        ok[short] = good
+    live = np.flatnonzero(ok & (L > 8))
+    buf = T.buf
     j = 0
     while live.size:
         d = buf[s[live] + j] - np.uint8(48)          # wraps: non-digits become > 9
@@ -157,9 +186,10 @@ def _digits(buf, s, e, maxlen: int):
     return val, ok
 
 
-def _floats(buf, s, e):
+def _floats(T, s, e):
     """``float(token)`` of tokens [s, e) and validity (numeric-looking, parsed)."""
-    v, ok = _digits(buf, s, e, 15)                 # exact integers: the common case
+    buf = T.buf
+    v, ok = _digits(T, s, e, 15)                   # exact integers: the common case
     out = v.astype(np.float64)
     rest = np.flatnonzero(~ok)
     if not rest.size:
@@ -192,11 +222,8 @@ def _floats(buf, s, e):
 def _action_codes(T: _Tokens, rows):
     """8-byte code of token 1 of ``rows`` (0 when longer than 8 bytes)."""
     s, e = T.tok(1, rows)
-    idx = s[:, None] + np.arange(8)
-    inside = idx < e[:, None]
-    ch = np.where(inside, T.buf[np.minimum(idx, len(T.buf) - 1)], 0).astype(np.uint8)
-    code = np.ascontiguousarray(ch).view("<u8").reshape(-1)
-    return np.where(e - s <= 8, code, 0)
+    L = e - s
+    return np.where(L <= 8, T.u64[s] & _KEEP[np.minimum(L, 8)], 0)
 
 
 class LazyLines:
@@ -230,7 +257,7 @@ def _feed_block(p, data, line0, fname, fid, untagged, all_lines):
     if not L:
         return
     buf, ntok = T.buf, T.ntok
-    rank, ok = _digits(buf, T.st[T.first], T.en[T.first], 10)
+    rank, ok = _digits(T, T.st[T.first], T.en[T.first], 10)
     ok &= rank < (_I31 if p.nranks is None else min(_I31, p.nranks))
     fast = np.zeros(L, bool)
     vec = None
@@ -267,19 +294,19 @@ def _vectorise(p, T: _Tokens, rank, untagged: bool):
     code[two] = _action_codes(T, two)
     # compute <flops>
     c = np.flatnonzero((code == _COMPUTE) & (ntok >= 3))
-    flops, okc = _floats(buf, *T.tok(2, c))
+    flops, okc = _floats(T, *T.tok(2, c))
     okc &= (flops >= 0.0) & (flops < _BIG_FLOPS)
     c, dur = c[okc], flops[okc] * p.inv_rate
     # send / recv
     q = np.flatnonzero(((code == _SEND) & (ntok >= 4)) | ((code == _RECV) & (ntok >= 3)))
     n = ntok[q]
-    peer, okq = _digits(buf, *T.tok(2, q), 10)
+    peer, okq = _digits(T, *T.tok(2, q), 10)
     okq &= peer < _I31
     # which fields are tag / count / datatype (TIParser.feed's rules)
     tok3 = np.minimum(n - 1, 3)
     s3, e3 = T.st[T.first[q] + tok3], T.en[T.first[q] + tok3]
     neg = buf[s3] == 45
-    t_abs, int3 = _digits(buf, s3 + neg, e3, 10)
+    t_abs, int3 = _digits(T, s3 + neg, e3, 10)
     long3 = (e3 - s3 - neg) > 10       # an integer the digit reader does not cover
     okq &= ~((n == 5) & long3)
     tagged5 = (n == 5) & int3 & (not untagged)
@@ -290,12 +317,12 @@ def _vectorise(p, T: _Tokens, rank, untagged: bool):
     k_cnt = np.where(has_tag, 4, 3)
     has_cnt = n >= 4
     kc = np.where(has_cnt, k_cnt, 2)   # a harmless token where there is no count
-    cnt, okn = _floats(buf, T.st[T.first[q] + kc], T.en[T.first[q] + kc])
+    cnt, okn = _floats(T, T.st[T.first[q] + kc], T.en[T.first[q] + kc])
     okq &= ~has_cnt | (okn & (cnt >= 0.0) & (cnt < _MAX_COUNT))
     has_dt = ((n == 5) & ~tagged5) | (n >= 6)
     kd = np.where(has_dt, k_cnt + 1, 2)
     sd, ed = T.st[T.first[q] + kd], T.en[T.first[q] + kd]
-    dt, okd = _digits(buf, sd, ed, 2)
+    dt, okd = _digits(T, sd, ed, 2)
     okq &= ~has_dt | (okd & (dt <= 59))
     from ccmod.workloads.ti_colls import DTYPE_BYTES, REPLAYABLE_IDS
     table = np.array([DTYPE_BYTES[i] if i in REPLAYABLE_IDS else 1 for i in range(60)],
