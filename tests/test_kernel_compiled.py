@@ -1,0 +1,40 @@
+"""The kernel's compile helpers: allocation-free sort, the state arena and its head."""
+import numpy as np
+
+from ccmod.kernel.state import H_BASE, Arena, MsgSt, Scalars
+
+
+def test_sort_ids_matches_numpy_short_and_long():
+    from ccmod.kernel.heaps import sort_ids
+    rng = np.random.default_rng(7)
+    for n in [0, 1, 2, 5, 31, 32, 33, 64, 257]:       # insertion below 33, heapsort above
+        ids = rng.permutation(10 * n + 1)[:n].astype(np.int64)
+        buf = np.full(n + 6, -5, np.int64)
+        buf[3:3 + n] = ids
+        sort_ids(buf, 3, n)
+        assert list(buf[3:3 + n]) == sorted(ids.tolist())
+        assert (buf[:3] == -5).all() and (buf[3 + n:] == -5).all()   # nothing else touched
+
+
+def test_arena_views_and_head_agree():
+    from ccmod.kernel.compiled import msg_st, scalars
+    A = Arena()
+    G = A.struct(MsgSt, t_post_send=("f", 3, np.inf), t_post_recv=("f", 3, 1.5),
+                 t_start=("f", 3, 0.0), t_end=("f", 3, 0.0), send_waiter=("i", 3, -1),
+                 recv_waiter=("i", 3, np.arange(3)), am_waiter=("i", 3, 0), bott=("i", 3, 0),
+                 nic_next=("f", 2, 0.0))
+    K = A.struct(Scalars, ks=("i", 8, 0), kf=("f", 2, 0.0))
+    I, F = A.alloc()
+    v = A.views(MsgSt, I, F)
+    assert list(v.recv_waiter) == [0, 1, 2] and (v.t_post_recv == 1.5).all()
+    v.t_end[1] = 4.0                                     # views write into the buffers
+    assert F[G.t_end + 1] == 4.0
+    # the compiled functions read the offsets from the head of I
+    assert tuple(I[H_BASE[MsgSt]:H_BASE[MsgSt] + len(MsgSt._fields)]) == tuple(G)
+    assert msg_st(I) == G and scalars(I) == K
+
+
+def test_borrow_is_identity_for_python_callers():
+    from ccmod.kernel.compiled import borrow
+    a = np.arange(4)
+    assert borrow(a) is a
