@@ -72,10 +72,12 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "handler_s": np.asarray(engine.handler_s, float)})
     # per-resource summary: messages and bytes from routes, contention from the change log
     nres = network.nresources
-    msg_of_res = np.repeat(np.arange(M), np.diff(msgs.route_ptr))
-    res = msgs.route_res.astype(np.int64)
+    res = msgs.route_res
     n_msgs = np.bincount(res, minlength=nres)
-    n_bytes = np.bincount(res, weights=msgs.nbytes[msg_of_res].astype(float), minlength=nres)
+    # each route entry weighs its message's bytes (fewer per-hop temporaries than indexing)
+    n_bytes = np.bincount(res, weights=np.repeat(msgs.nbytes.astype(np.float64),
+                                                 np.diff(msgs.route_ptr)), minlength=nres)
+    del res
     lt, lres, lcount = engine.load if engine.record else (np.zeros(0), np.zeros(0, np.int32),
                                                            np.zeros(0, np.int32))
     lr, lt0, lt1, lc = link_intervals(lt, lres, lcount, makespan)

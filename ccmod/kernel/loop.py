@@ -342,7 +342,7 @@ def _advance(C, P, L, I, F, r, t):
         _sig(C, L, t, SG_UPPR_END, r, 0, 0, 0, 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _unblock(C, L, I, F, r, t):
     """Rank r is released at t: close its blocked interval; False if handlers delay it.
     The caller then calls :func:`_advance`."""
@@ -357,7 +357,7 @@ def _unblock(C, L, I, F, r, t):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _drain(C, P, L, I, F, t):
     R = rank_st(I)
     K = scalars(I)

@@ -16,7 +16,20 @@ its entries live in the rank's part of a shared pool (grown when a window needs 
 
 Message ids come from the incremental matcher (:mod:`ccmod.kernel.matcher`, the same ids
 as the static matching of :mod:`ccmod.compile`) or from the static matching. What is not
-windowed yet: the per-message arrays (sized by the trace's message count).
+windowed yet: the per-message arrays (sized by the trace's message count; ~400 B per record
+of a send/recv trace, most of the memory). The plan for them, in order:
+
+1. message *slots* recycled when both sides and every wait on them ran and the message
+   ended; the matcher's id becomes the slot's *order key*, and every tie the kernel breaks
+   by message id (the group and flow heaps' equal keys, the sorted candidate and done
+   lists) compares keys instead, so results stay bit for bit (a key array equal to the
+   ids keeps the whole-program path unchanged);
+2. routes per slot at a fixed stride with a ``route_end`` (the rules read
+   ``route_ptr[m + 1]`` today); per-resource heap segments grown by the engine when the
+   live slots crossing a resource could exceed them;
+3. per-message costs computed per batch of matched messages (the vectorised part of
+   :func:`ccmod.compile.compile_messages`), records read per rank from Parquet batches,
+   retired slots' outputs appended to a Parquet stream writer.
 """
 from __future__ import annotations
 
