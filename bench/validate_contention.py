@@ -3,11 +3,17 @@
 Usage::
 
     PYTHONPATH=. /work/venv/bin/python bench/validate_contention.py [--real DIR] [--md FILE]
-        [--sharing ccmod,maxmin] [--quick]
+        [--sharing "ccmod,ccmod:latency=unshared,capacity=ratio,maxmin"] [--quick]
+        [--only saturation,streams,intranode,collectives] [--fabric csd3-ib-ompi,...]
+
+Each result line is printed as it is computed; the article's rule (``ccmod``) on the
+56-pair windows is the slow part (about 34 s per point), so split long runs with ``--only``,
+``--fabric`` and ``--sharing``.
 
 For each cluster, one model is fitted from that cluster's own calibration benchmarks only
-(ping-pong; osu_bw / osu_mbw_mr streams; the intra-node one-pair IMB Uniband table; the
-osu_bibw / osu_bw ratio for the NIC duplex factor), on one star at the NIC's nominal rate,
+(ping-pong; osu_bw / osu_mbw_mr streams; the intra-node one-pair IMB Uniband table and the
+node's aggregate copy bandwidth from the intra-node IMB Biband tables; the osu_bibw /
+osu_bw ratio for the NIC duplex factor), on one star at the NIC's nominal rate,
 and nothing is tuned per experiment. Then every measured experiment is rebuilt from its job
 description (ranks, ranks per node, block placement, or the calibration machinefile: one
 rank per node) and predicted:

@@ -229,7 +229,9 @@ def _trace_notes(w, result, compute_rate) -> None:
     i = int(np.argmax(col("finish_s"))) if result.table_len("ranks") else None
     comm = 0.0 if i is None else float(col("send_s")[i] + col("recv_s")[i]
                                        + col("wait_s")[i] + col("barrier_s")[i])
-    comp = 0.0 if i is None else float(col("compute_s")[i])
+    # the largest compute of any rank: the last rank to finish may only have waited for
+    # another rank's compute (a 0 s compute there is not "implausibly small")
+    comp = 0.0 if i is None else float(np.max(col("compute_s")))
     notes.extend(compute_notes(w, compute_rate, comm, comp))
     result.options["compute"] = compute_info(w, compute_rate)
     if holds_no_communication(w):

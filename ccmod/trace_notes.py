@@ -41,7 +41,7 @@ def compute_notes(w, compute_rate: float, comm_s: float, compute_s_max: float) -
     comm_s : float
         Predicted communication time of the busiest rank (send + recv + wait), seconds.
     compute_s_max : float
-        Predicted compute time of the busiest rank, seconds.
+        Largest predicted compute time of any rank, seconds.
     """
     info = compute_info(w, compute_rate)
     if info["unit"] != "flops":
@@ -55,8 +55,9 @@ def compute_notes(w, compute_rate: float, comm_s: float, compute_s_max: float) -
     if info["flops"] > 0 and comm_s > 0 and \
             compute_s_max < IMPLAUSIBLE_COMPUTE_FRACTION * comm_s:
         notes.append(
-            f"compute looks implausibly small: {compute_s_max:.3g} s of compute next to "
-            f"{comm_s:.3g} s of communication on the busiest rank at {format_rate(rate)}; "
+            f"compute looks implausibly small: at most {compute_s_max:.3g} s of compute on "
+            f"any rank next to {comm_s:.3g} s of communication on the busiest rank at "
+            f"{format_rate(rate)}; "
             "if the trace was written by SMPI, give the host speed it was recorded at "
             "(--compute-rate 20kf is SMPI's default)")
     return notes

@@ -11,8 +11,9 @@ ping-pong (osu_latency, IMB PingPong, SimGrid calibration)
 streams (osu_bw, osu_mbw_mr, IMB Uniband)
     ``stream_bandwidth_Bps``: the plateau of the streaming bandwidth (the rate bytes flow
     at when messages share a resource; the rest of ``T(n)`` becomes the latency phase);
-    ``gap_s``: the NIC gap, the smallest per-message time of any stream of small messages
-    (all senders on one node: the node's highest message rate); ``o_send_s`` +
+    ``gap_s``: the NIC gap, the smallest per-message time of any multi-pair stream of small
+    messages (all senders on one node: the node's highest message rate; 0 = no limit when
+    only one-pair streams are given, as one pair is limited by its own overheads); ``o_send_s`` +
     ``o_recv_s``: the per-message time of a single pair's small-message stream, half each
     (the sender's and the receiver's CPU cost).
     Streams beyond the ping-pong's largest size extend the model by a segment at the
@@ -77,9 +78,12 @@ def stream_summary(paths, fmt: str = "auto", options: ReadOptions | None = None)
             plateau.append(float(np.median(n[big] / t[big])))
         small = (n > 0) & (n <= SMALL_BYTES)
         if small.any():
-            tmin.append(float(np.min(t[small])))
             if _pairs_of(p) == 1:
+                # one pair is limited by its CPU overheads, not by the node's NIC: its
+                # time is o_send + o_recv; the gap needs several pairs on one node
                 single.append(float(np.median(t[small])))
+            else:
+                tmin.append(float(np.min(t[small])))
         top = max(top, int(n.max()))
     if not plateau:
         raise CcmodInputError(f"no stream size >= {PLATEAU_BYTES} bytes to measure the streaming "

@@ -34,8 +34,13 @@ def test_stream_and_intra_summaries_closed_form(tmp_path):
     f = osu(tmp_path / "bw.out", "Bandwidth", bw)
     st = stream_summary([f])
     assert st["stream_bandwidth_Bps"] == pytest.approx(B)
-    assert st["gap_s"] == pytest.approx(g)
+    assert st["gap_s"] == 0.0                  # one pair: limited by its own overheads
     assert st["o_send_s"] == pytest.approx(g)
+    # 8 pairs on one node reach 4x the message rate: the node's NIC gap is g / 4
+    mr = osu(tmp_path / "mr.out", "Multiple Bandwidth / Message Rate",
+             [(n, min(4 * n / g, B) / 1e6) for n in SIZES], pairs=8)
+    st = stream_summary([f, mr])
+    assert st["gap_s"] == pytest.approx(g / 4) and st["o_send_s"] == pytest.approx(g)
     assert st["max_bytes"] == SIZES[-1]
     lat = osu(tmp_path / "lat.out", "Latency", [(n, 0.3 + n / 5e9 * 1e6) for n in SIZES])
     it = intra_summary([lat])

@@ -183,3 +183,14 @@ def test_one_per_rank_file_is_read_with_its_siblings(tmp_path):
     (tmp_path / "solo7.txt").write_text("1 compute 5\n")
     with pytest.raises(CcmodInputError, match="without gaps"):
         read_workload(tmp_path / "solo7.txt")
+
+
+def test_waiting_for_another_ranks_compute_is_not_flagged(tmp_path):
+    # SimGrid's replay example actions0/actions1 shape: rank 1 computes 1e9 flops (1 s at
+    # 1 Gf/s) while rank 0, the last to finish, only waits for it. The busiest rank's own
+    # 0 s of compute must not be called implausibly small.
+    t = tmp_path / "actions.txt"
+    t.write_text("0 init\n1 init\n0 send 1 0 1e6\n1 recv 0 0 1e6\n1 compute 1e9\n"
+                 "1 send 0 1 1e6\n0 recv 1 1 1e6\n0 finalize\n1 finalize\n")
+    notes = " ".join(run(t, "star").summary()["notes"])
+    assert "1e+09 flops" in notes and "implausibly small" not in notes
