@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
+import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND
 
 #: _match return codes besides 0 (done) and -(g + 1) (an error at record g)

@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
+import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.kernel.codes import (SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
                                 SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END, SG_UPPR_PROC,
                                 SIGNALS)

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
+import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
 
 
