@@ -2,7 +2,9 @@
 
 Structural, not timed: a fresh interpreter runs the command and lists the heavy modules in
 ``sys.modules`` afterwards. pandas (~0.5 s to import) is only for tables a user asks for
-(``RunResult.ranks`` etc. are built on first access), bokeh only for ``--report``.
+(``RunResult.ranks`` etc. are built on first access), bokeh only for ``--report``;
+scipy.linalg (~0.25 s) is what numba's BLAS check would import (see
+:mod:`ccmod.kernel.compiled`), though numba must still find the BLAS.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pandas", "pyarrow", "bokeh", "matplotlib")
+HEAVY = ("pandas", "pyarrow", "bokeh", "matplotlib", "scipy.linalg")
 
 _PROBE = """
 import json, sys
@@ -63,3 +65,57 @@ def test_tables_still_come_as_dataframes():
                              ascending=[False, False, True], kind="mergesort")
     assert r.busiest_link() == df.iloc[0].to_dict()
     assert str(r.rank_states["state"].dtype) == "category"
+
+
+_BLAS_PROBE = """
+import importlib.util, json, sys
+import ccmod.kernel.compiled
+import numba.np.arraymath as am
+stand_in_left = "scipy.linalg.cython_blas" in sys.modules
+from numba import njit
+import numpy as np
+dot = njit(lambda a, b: np.dot(a, b))
+print(json.dumps({"have_blas": am._HAVE_BLAS, "stand_in_left": stand_in_left,
+                  "scipy": importlib.util.find_spec("scipy") is not None,
+                  "dot": float(dot(np.arange(3.0), np.arange(3.0)))}))
+"""
+
+
+def test_numba_still_finds_the_blas_without_scipy_linalg():
+    # the check answers as numba's own would; the stand-in is gone; a BLAS call compiled
+    # afterwards imports the real module and works
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_DISABLE_JIT", None)
+    p = subprocess.run([sys.executable, "-c", _BLAS_PROBE], capture_output=True, text=True,
+                       cwd=ROOT, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["have_blas"] == got["scipy"]
+    assert not got["stand_in_left"]
+    if got["scipy"]:
+        assert got["dot"] == 5.0
+
+
+_EXIT_PROBE = """
+import atexit, gc, sys
+# registered first, so it runs last: after the command's own exit handlers
+atexit.register(lambda: print("frozen", gc.get_freeze_count() > 0, file=sys.stderr))
+from ccmod.cli import main
+sys.argv = ["ccmod", "run", "traces/pingpong.ti", "--json"]
+if %s:
+    main()                  # as the `ccmod` command and `python -m ccmod` call it
+else:
+    main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("as_command", [True, False])
+def test_only_the_command_skips_the_final_collection(as_command):
+    # the `ccmod` command ends its process: it freezes the heap at exit instead of letting
+    # the interpreter walk it; main(argv) called from Python (tests, notebooks) does not
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", _EXIT_PROBE % as_command], capture_output=True,
+                       text=True, cwd=ROOT, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "makespan" in p.stdout          # the run really happened
+    assert p.stderr.strip().splitlines()[-1] == f"frozen {as_command}"
