@@ -6,9 +6,10 @@ Usage::
         [--sharing "ccmod,ccmod:latency=unshared,capacity=ratio,maxmin"] [--quick]
         [--only saturation,streams,intranode,collectives] [--fabric csd3-ib-ompi,...]
 
-Each result line is printed as it is computed; the article's rule (``ccmod``) on the
-56-pair windows is the slow part (about 34 s per point), so split long runs with ``--only``,
-``--fabric`` and ``--sharing``.
+Each result line is printed as it is computed; ``maxmin`` on the 56-pair windows is the
+slow part (its cost grows with the square of the messages in flight; the article's rule
+takes ~3 s for a fabric's whole streams part since issue 10), so split long runs with
+``--only``, ``--fabric`` and ``--sharing``.
 
 For each cluster, one model is fitted from that cluster's own calibration benchmarks only
 (ping-pong; osu_bw / osu_mbw_mr streams; the intra-node one-pair IMB Uniband table and the

@@ -133,3 +133,21 @@ def test_incast_many_messages_one_link():
     ends = drive(k, [(0.0, 1.0, [i, n], INF) for i in range(n)])
     assert np.allclose(ends, n * 1.0)
     assert k.peak[n] == n
+
+
+def test_ccmod_identical_routes_keep_one_pair_per_resource_and_group():
+    # 300 messages on one route whose two resources tie (same share): all bottleneck at
+    # resource 0, and their entries at resource 1 form ONE pair (1, 0), so a start or end
+    # re-keys one pair instead of re-examining every message (issue 10)
+    from ccmod.kernel.ccmod_rule import N_PF
+    rng = np.random.default_rng(3)
+    arrivals = [(float(t), float(w), [0, 1], INF)
+                for t, w in zip(rng.uniform(0, 1, 300), rng.uniform(0.5, 2, 300))]
+    k = CcmodSharing(2, np.zeros(2), max_messages=300)
+    for m in range(300):
+        k.start(m, 0.0, 1.0, [0, 1])
+    k.next_time()
+    assert set(k.S.bott[:300]) == {0}
+    assert len(k.S.pfree) - k.S.si[N_PF] == 1
+    got = drive(CcmodSharing(2, np.zeros(2), max_messages=300), arrivals)
+    assert np.allclose(got, brute_ccmod(arrivals, 2, [1.0, 1.0]), rtol=1e-9, atol=1e-9)

@@ -11,12 +11,19 @@ All messages whose minimum is attained on the same resource ``l`` (its bottlenec
 progress at the same rate ``share[l]``; the group keeps one virtual clock (``v_at``,
 ``t_at``) and an indexed heap of finish marks ``vfin`` in virtual time, so a start or end
 costs O(hops + log A) instead of touching every active message. Bottleneck changes are
-found lazily, once per event horizon (:func:`cc_flush`):
+found lazily, once per event horizon (:func:`cc_flush`), through *pairs* ``(r, b)``: the
+route entries at resource ``r`` of the members of group ``b`` (``b != r``), one pair per
+distinct ``(r, b)``, held in ``r``'s list and in ``b``'s heap keyed by ``share[r]``. A
+member of ``b`` must move exactly when some pair of ``b`` has ``r`` binding before ``b``
+(lower share, ties to the lower id), so after the shares of an instant changed:
 
-* when ``share[l]`` drops, only messages that cross ``l`` but are bottlenecked elsewhere
-  (the ``others`` set of ``l``) can move to ``l``;
-* when ``share[l]`` rises, a member leaves only if its best other resource (``altval``,
-  kept in a per-group heap, possibly stale-low which is safe) is now below ``share[l]``.
+* a changed ``share[r]`` re-keys ``r``'s pairs (a drop marks their groups to check);
+* a rise of ``share[b]`` marks ``b`` to check;
+* checking ``b`` walks its heap only down to keys ``<= share[b]``; only the members of
+  pairs that bind before ``b`` become candidates, and all of them move.
+
+So an event costs O(hops x pairs-per-resource x log) plus the moves, independent of how
+many messages share a pair (identical routes: one pair, however many messages).
 
 The next completion of every group is one entry of an indexed heap over resources (the
 sharing part of the event horizon). Sizes are static: a resource's groups never hold more
@@ -34,9 +41,9 @@ from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource
                                 sort_ids)
 
 INF = np.inf
-# integer scalars (si) and float scalars (sf) of the state
-N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE = range(7)
-
+# integer scalars (si) and float scalars (sf) of the state; N_PF: free pairs, N_CHK: groups
+# to check for members that may leave
+N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE, N_PF, N_CHK = range(9)
 
 
 def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None):
@@ -51,10 +58,21 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     M = len(route_ptr) - 1
     E = len(route_res)
     seg, P = resource_segments(R, route_res, seg_cap)
+    # pairs (r, b) with b a group: at most one per route entry; a group's heap of pairs
+    # holds at most one pair per other resource, and no more than its members' other hops
+    NP = max(E, 1)
+    if seg_cap is None:
+        hops = int(np.max(np.diff(route_ptr))) if M > 0 else 1
+        pcap = np.minimum(np.diff(seg) * max(hops - 1, 0), R)
+    else:
+        pcap = np.full(R, R, np.int64)
+    pseg, PP = resource_segments(R, route_res, pcap)
     emsg = np.zeros(E, np.int64)     # message of each route entry
     rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
     emsg[:len(rep)] = rep
     P = max(P, 1)
+    si0 = np.zeros(10, np.int64)
+    si0[N_PF] = NP
     if routes is None:
         routes = (("i", M + 1, np.asarray(route_ptr, np.int64)),
                   ("i", E, np.asarray(route_res, np.int64)))
@@ -63,14 +81,18 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         share=("f", R, INF), v_at=("f", R, 0.0), t_at=("f", R, 0.0), peak=("i", R, 0),
         area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0), seg=("i", R + 1, seg),
         g_len=("i", R, 0), g_item=("i", P, 0), g_pos=("i", M, -1), vfin=("f", M, 0.0),
-        a_len=("i", R, 0), a_item=("i", P, 0), a_pos=("i", M, -1), a_res=("i", M, -1),
-        altval=("f", M, INF), o_len=("i", R, 0), o_item=("i", P, 0), o_pos=("i", E, -1),
-        bott=("i", M, -1), ev_len=("i", 1, 0), ev_item=("i", R, 0), ev_pos=("i", R, -1),
-        ev_t=("f", R, INF), new_m=("i", M, 0), new_w=("f", M, 0.0), dec_f=("i", R, 0),
-        dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0), tch_f=("i", R, 0),
-        tch_l=("i", R, 0), cand_f=("i", M, 0), cand_l=("i", M, 0), done=("i", M, 0),
-        si=("i", 8, 0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
-        emsg=("i", E, emsg))
+        pr=("i", NP, -1), pb=("i", NP, -1), pcnt=("i", NP, 0), phead=("i", NP, -1),
+        pkey=("f", NP, INF), ph_pos=("i", NP, -1), rnext=("i", NP, -1), rprev=("i", NP, -1),
+        pfree=("i", NP, np.arange(NP, dtype=np.int64)), rp_head=("i", R, -1),
+        ph_len=("i", R, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),
+        e_pair=("i", E, -1), e_next=("i", E, -1), e_prev=("i", E, -1),
+        stk=("i", int(max(pcap.max() if R else 0, 0)) + 1, 0), chk_f=("i", R, 0),
+        chk_l=("i", R, 0), bott=("i", M, -1), ev_len=("i", 1, 0), ev_item=("i", R, 0),
+        ev_pos=("i", R, -1), ev_t=("f", R, INF), new_m=("i", M, 0), new_w=("f", M, 0.0),
+        dec_f=("i", R, 0), dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0),
+        tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("i", M, 0), cand_l=("i", M, 0),
+        done=("i", M, 0), si=("i", 10, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
+        route_res=routes[1], emsg=("i", E, emsg))
 
 
 @leaf
@@ -136,46 +158,86 @@ def _best(S, I, F, m, exclude):
 
 
 @leaf
-def _alt_out(S, I, F, m):
-    h = I[S.a_res + m]
-    if h >= 0:
-        iheap_remove(I, F, S.a_item, S.a_pos, S.altval, I[S.seg + h], S.a_len, h, m)
-        I[S.a_res + m] = -1
+def _pair_key(S, I, F, r, check):
+    """share[r] changed: re-key r's pairs in their groups' heaps; with ``check``, mark
+    those groups to check (a lower share on r may now bind before them)."""
+    s = F[S.share + r]
+    p = I[S.rp_head + r]
+    while p >= 0:
+        b = I[S.pb + p]
+        F[S.pkey + p] = s
+        iheap_update(I, F, S.ph_item, S.ph_pos, S.pkey, I[S.ph_seg + b], S.ph_len, b, p)
+        if check:
+            _mark(I, S.chk_f, S.chk_l, S.si, N_CHK, b)
+        p = I[S.rnext + p]
 
 
 @leaf
-def _push_alt(I, F, m, b):
-    S = cc_state(I)
-    alt, _ = _best(S, I, F, m, b)
-    _alt_out(S, I, F, m)
-    F[S.altval + m] = alt
-    if alt < INF:
-        iheap_push(I, F, S.a_item, S.a_pos, S.altval, I[S.seg + b], S.a_len, b, m)
-        I[S.a_res + m] = b
-
-
-@leaf
-def _others_add(S, I, e):
+def _others_add(S, I, F, e, b):
+    """Route entry e (its message bottlenecked at b elsewhere) joins pair (res(e), b)."""
     r = I[S.route_res + e]
-    if I[S.o_pos + e] < 0:
-        n = I[S.o_len + r]
-        I[S.o_item + I[S.seg + r] + n] = e
-        I[S.o_pos + e] = n
-        I[S.o_len + r] = n + 1
+    p = I[S.rp_head + r]
+    while p >= 0 and I[S.pb + p] != b:
+        p = I[S.rnext + p]
+    if p < 0:
+        # a new pair: take one from the free stack, link it to r, key it in b's heap
+        n = I[S.si + N_PF] - 1
+        I[S.si + N_PF] = n
+        p = I[S.pfree + n]
+        I[S.pr + p] = r
+        I[S.pb + p] = b
+        I[S.pcnt + p] = 0
+        I[S.phead + p] = -1
+        h = I[S.rp_head + r]
+        I[S.rnext + p] = h
+        I[S.rprev + p] = -1
+        if h >= 0:
+            I[S.rprev + h] = p
+        I[S.rp_head + r] = p
+        F[S.pkey + p] = F[S.share + r]
+        iheap_push(I, F, S.ph_item, S.ph_pos, S.pkey, I[S.ph_seg + b], S.ph_len, b, p)
+    h = I[S.phead + p]
+    I[S.e_next + e] = h
+    I[S.e_prev + e] = -1
+    if h >= 0:
+        I[S.e_prev + h] = e
+    I[S.phead + p] = e
+    I[S.pcnt + p] += 1
+    I[S.e_pair + e] = p
 
 
 @leaf
-def _others_del(S, I, e):
-    i = I[S.o_pos + e]
-    if i >= 0:
-        r = I[S.route_res + e]
-        n = I[S.o_len + r] - 1
-        o = S.o_item + I[S.seg + r]
-        last = I[o + n]
-        I[o + i] = last
-        I[S.o_pos + last] = i
-        I[S.o_len + r] = n
-        I[S.o_pos + e] = -1
+def _others_del(S, I, F, e):
+    p = I[S.e_pair + e]
+    if p < 0:
+        return
+    nx = I[S.e_next + e]
+    pv = I[S.e_prev + e]
+    if pv >= 0:
+        I[S.e_next + pv] = nx
+    else:
+        I[S.phead + p] = nx
+    if nx >= 0:
+        I[S.e_prev + nx] = pv
+    I[S.e_pair + e] = -1
+    c = I[S.pcnt + p] - 1
+    I[S.pcnt + p] = c
+    if c == 0:
+        # the pair is empty: unlink it from its resource, its group's heap; free it
+        r = I[S.pr + p]
+        b = I[S.pb + p]
+        rn = I[S.rnext + p]
+        rv = I[S.rprev + p]
+        if rv >= 0:
+            I[S.rnext + rv] = rn
+        else:
+            I[S.rp_head + r] = rn
+        if rn >= 0:
+            I[S.rprev + rn] = rv
+        iheap_remove(I, F, S.ph_item, S.ph_pos, S.pkey, I[S.ph_seg + b], S.ph_len, b, p)
+        n = I[S.si + N_PF]
+        I[S.pfree + n] = p
+        I[S.si + N_PF] = n + 1
 
 
 @leaf
@@ -186,11 +248,9 @@ def _join(I, F, m, r, t, remaining):
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
     iheap_push(I, F, S.g_item, S.g_pos, S.vfin, I[S.seg + r], S.g_len, r, m)
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
-        if I[S.route_res + e] == r:
-            _others_del(S, I, e)
-        else:
-            _others_add(S, I, e)
-    _push_alt(I, F, m, r)
+        _others_del(S, I, F, e)
+        if I[S.route_res + e] != r:
+            _others_add(S, I, F, e, r)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
@@ -200,11 +260,51 @@ def _move(I, F, m, r_new, t):
     old = I[S.bott + m]
     rem = F[S.vfin + m] - _vclock(S, F, old, t)
     iheap_remove(I, F, S.g_item, S.g_pos, S.vfin, I[S.seg + old], S.g_len, old, m)
-    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
-        if I[S.route_res + e] == old:
-            _others_add(S, I, e)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
     _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
+
+
+@leaf
+def _beats(F, share, r, b):
+    """Does resource r bind before group b (lower share, ties to the lower id)?"""
+    s = F[share + r]
+    sb = F[share + b]
+    return s < sb or (s == sb and r < b)
+
+
+@leaf
+def _check(S, I, F, b, nc):
+    """Add to the candidates every member of group b crossing a resource that now binds
+    before b: walk b's heap of pairs (keyed by that resource's share) down to the keys
+    above share[b]; returns the new number of candidates."""
+    n = I[S.ph_len + b]
+    if n == 0:
+        return nc
+    o = S.ph_item + I[S.ph_seg + b]
+    sb = F[S.share + b]
+    top = 0
+    I[S.stk] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        i = I[S.stk + top]
+        p = I[o + i]
+        if F[S.pkey + p] > sb:
+            continue
+        if _beats(F, S.share, I[S.pr + p], b):
+            e = I[S.phead + p]
+            while e >= 0:
+                m2 = I[S.emsg + e]
+                if not I[S.cand_f + m2]:
+                    I[S.cand_f + m2] = 1
+                    I[S.cand_l + nc] = m2
+                    nc += 1
+                e = I[S.e_next + e]
+        for c in range(2 * i + 1, 2 * i + 3):
+            if c < n:
+                I[S.stk + top] = c
+                top += 1
+    return nc
 
 
 @leaf
@@ -233,48 +333,34 @@ def cc_flush(I, F):
         if I[si + N_TCH] == 0:
             return
     t = F[S.sf]
-    share = S.share
-    nc = 0
+    # a changed share on r re-keys r's pairs; a lower one may attract members of the
+    # pairs' groups, a higher share[b] may let members of b leave: check those groups
     for i in range(I[si + N_DEC]):
-        # a lower share on r can only attract messages crossing r bottlenecked elsewhere
         r = I[S.dec_l + i]
         I[S.dec_f + r] = 0
-        s = F[share + r]
-        o = S.o_item + I[S.seg + r]
-        for j in range(I[S.o_len + r]):
-            m2 = I[S.emsg + I[o + j]]
-            b = I[S.bott + m2]
-            sb = F[share + b]
-            if (s < sb or (s == sb and r < b)) or s < F[S.altval + m2]:
-                if not I[S.cand_f + m2]:
-                    I[S.cand_f + m2] = 1
-                    I[S.cand_l + nc] = m2
-                    nc += 1
+        _pair_key(S, I, F, r, True)
     I[si + N_DEC] = 0
     for i in range(I[si + N_INC]):
-        # a higher share on r: members whose alternative is now better may leave
         r = I[S.inc_l + i]
         I[S.inc_f + r] = 0
-        s = F[share + r]
-        o = I[S.seg + r]
-        while I[S.a_len + r] > 0 and F[S.altval + I[S.a_item + o]] < s:
-            m2 = I[S.a_item + o]
-            iheap_remove(I, F, S.a_item, S.a_pos, S.altval, o, S.a_len, r, m2)
-            I[S.a_res + m2] = -1
-            if not I[S.cand_f + m2]:
-                I[S.cand_f + m2] = 1
-                I[S.cand_l + nc] = m2
-                nc += 1
+        _pair_key(S, I, F, r, False)
+        _mark(I, S.chk_f, S.chk_l, S.si, N_CHK, r)
     I[si + N_INC] = 0
+    nc = 0
+    for i in range(I[si + N_CHK]):
+        b = I[S.chk_l + i]
+        I[S.chk_f + b] = 0
+        nc = _check(S, I, F, b, nc)
+    I[si + N_CHK] = 0
     sort_ids(I, S.cand_l, nc)
     for i in range(nc):
         m2 = I[S.cand_l + i]
         I[S.cand_f + m2] = 0
+        if I[S.bott + m2] < 0:
+            continue
         _, b = _best(S, I, F, m2, -1)
         if b != I[S.bott + m2]:
             _move(I, F, m2, b, t)
-        else:
-            _push_alt(I, F, m2, b)
     for i in range(I[si + N_NEW]):
         m = I[S.new_m + i]
         _, b = _best(S, I, F, m, -1)
@@ -375,8 +461,6 @@ def cc_pop_due(I, F, t, bott_out):
         m = I[S.done + i]
         I[bott_out + m] = I[S.bott + m]
         I[S.bott + m] = -1
-        _alt_out(S, I, F, m)
-        F[S.altval + m] = INF
     I[S.si + N_DONE] = nd
     return nd
 
@@ -387,7 +471,7 @@ def cc_end(I, F, m, t):
     S = cc_state(I)
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
-        _others_del(S, I, e)
+        _others_del(S, I, F, e)
         cc_set_count(I, F, r, t, -1)
         _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
         _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
