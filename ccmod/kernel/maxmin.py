@@ -104,7 +104,7 @@ def mm_start(I, F, m, t, work, fcap):
     h = 0
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
-        h = (h * 31 + r + 1) % 2147483647     # route hash, no overflow in pure Python
+        h = (h * 31 + r + 1) & 0xFFFFFFFFFFFF     # route hash (no int64 overflow)
         n = I[S.r_len + r]
         I[S.r_item + I[S.seg + r] + n] = e
         I[S.e_pos + e] = n
@@ -150,11 +150,8 @@ def mm_set_free(I, F, r, t, free):
 
 
 @leaf
-def _same_class(S, I, F, g, f):
-    """Whether flows g and f have the same route and the same rate cap."""
-    if I[S.rhash + g] != I[S.rhash + f] or F[S.fcap + g] != F[S.fcap + f]:
-        return False
-    rp, rr = S.route_ptr, S.route_res
+def _same_route(I, rp, rr, g, f):
+    """Whether flows g and f cross the same resources in the same order."""
     eg, ef = I[rp + g], I[rp + f]
     n = I[rp + f + 1] - ef
     if I[rp + g + 1] - eg != n:
@@ -166,39 +163,87 @@ def _same_class(S, I, F, g, f):
 
 
 @leaf
-def _join_class(S, I, F, f, nc):
-    """Put flow f in its class (route + cap) of this solve; returns the class count.
-
-    Flows of one class cross the same resources under the same cap, so progressive
-    filling gives them the same rate: the solver fills classes weighted by their size."""
-    hm = S.hmask
-    s = I[S.rhash + f] & hm
-    while True:
-        c1 = I[S.ht + s]
-        if c1 == 0:
-            c = nc
-            I[S.ht + s] = c + 1
-            I[S.c_slot + c] = s
-            I[S.c_rep + c] = f
-            I[S.c_w + c] = 1
-            F[S.c_rate + c] = 0.0
-            I[S.c_fz + c] = 0
-            I[S.c_bott + c] = -1
-            I[S.f_cls + f] = c
-            return nc + 1
-        c = c1 - 1
-        if _same_class(S, I, F, I[S.c_rep + c], f):
-            I[S.c_w + c] += 1
-            I[S.f_cls + f] = c
-            return nc
-        s = (s + 1) & hm
-
-
-@leaf
-def _fill_classes(S, I, F, nr, nc):
-    """Progressive filling over the ``nc`` classes (weights ``c_w``) and the ``nr``
-    resources in ``rl`` (``cap_left`` and ``users`` set by the caller)."""
+def mm_solve(I, F):
+    """Re-solve the flows connected to the dirty resources (progressive filling)."""
+    S = mm_state(I)
+    nd = I[S.si + N_DIRTY]
+    if nd == 0:
+        return
+    t = F[S.sf]
+    I[S.si + N_DIRTY] = 0
     rp, rr = S.route_ptr, S.route_res
+    nr = 0
+    nf = 0
+    for i in range(nd):
+        r = I[S.d_list + i]
+        I[S.d_flag + r] = 0
+        if not I[S.r_seen + r]:
+            I[S.r_seen + r] = 1
+            I[S.rl + nr] = r
+            nr += 1
+    k = 0
+    while k < nr:                      # breadth-first: the connected component
+        r = I[S.rl + k]
+        k += 1
+        o = S.r_item + I[S.seg + r]
+        for j in range(I[S.r_len + r]):
+            f = I[S.emsg + I[o + j]]
+            if not I[S.f_seen + f]:
+                I[S.f_seen + f] = 1
+                I[S.fl + nf] = f
+                nf += 1
+                for e in range(I[rp + f], I[rp + f + 1]):
+                    r2 = I[rr + e]
+                    if not I[S.r_seen + r2]:
+                        I[S.r_seen + r2] = 1
+                        I[S.rl + nr] = r2
+                        nr += 1
+    for i in range(nr):
+        r = I[S.rl + i]
+        I[S.r_seen + r] = 0
+        F[S.cap_left + r] = F[S.cap + r]
+        I[S.users + r] = I[S.r_len + r]
+    nc = 0
+    hm = 1
+    while hm < 2 * nf and hm <= S.hmask:   # a table the size of the component: in cache
+        hm *= 2
+    hm = min(hm - 1, S.hmask)     # ht at most half full: probing ends
+    for i in range(nf):
+        f = I[S.fl + i]
+        I[S.f_seen + f] = 0
+        if t > F[S.t_upd + f]:             # bytes moved at the old rate
+            x = F[S.rem + f] - F[S.rate + f] * (t - F[S.t_upd + f])
+            F[S.rem + f] = x if x > 0.0 else 0.0
+        F[S.t_upd + f] = t
+        # f joins its class (same route, same cap: the same rate) of this solve
+        F[S.c_rate + i] = 0.0            # class i (if any) starts unfrozen at rate 0
+        I[S.c_fz + i] = 0
+        I[S.c_bott + i] = -1
+        if nf == 1:
+            I[S.c_rep] = f
+            I[S.c_w] = 1
+            I[S.f_cls + f] = 0
+            nc = 1
+            break
+        s = I[S.rhash + f] & hm
+        while True:
+            c1 = I[S.ht + s]
+            if c1 == 0:
+                I[S.ht + s] = nc + 1
+                I[S.c_slot + nc] = s
+                I[S.c_rep + nc] = f
+                I[S.c_w + nc] = 1
+                I[S.f_cls + f] = nc
+                nc += 1
+                break
+            g = I[S.c_rep + c1 - 1]
+            if (I[S.rhash + g] == I[S.rhash + f] and F[S.fcap + g] == F[S.fcap + f]
+                    and _same_route(I, rp, rr, g, f)):
+                I[S.c_w + c1 - 1] += 1
+                I[S.f_cls + f] = c1 - 1
+                break
+            s = (s + 1) & hm
+    # progressive filling over the classes, each weighted by its size
     left = nc
     while left > 0:
         level = INF
@@ -249,70 +294,15 @@ def _fill_classes(S, I, F, nr, nc):
                     I[S.users + I[rr + e]] -= w
         if not progressed:
             break
-
-
-@leaf
-def mm_solve(I, F):
-    """Re-solve the flows connected to the dirty resources (progressive filling)."""
-    S = mm_state(I)
-    nd = I[S.si + N_DIRTY]
-    if nd == 0:
-        return
-    t = F[S.sf]
-    I[S.si + N_DIRTY] = 0
-    rp, rr = S.route_ptr, S.route_res
-    nr = 0
-    nf = 0
-    for i in range(nd):
-        r = I[S.d_list + i]
-        I[S.d_flag + r] = 0
-        if not I[S.r_seen + r]:
-            I[S.r_seen + r] = 1
-            I[S.rl + nr] = r
-            nr += 1
-    k = 0
-    while k < nr:                      # breadth-first: the connected component
-        r = I[S.rl + k]
-        k += 1
-        o = S.r_item + I[S.seg + r]
-        for j in range(I[S.r_len + r]):
-            f = I[S.emsg + I[o + j]]
-            if not I[S.f_seen + f]:
-                I[S.f_seen + f] = 1
-                I[S.fl + nf] = f
-                nf += 1
-                for e in range(I[rp + f], I[rp + f + 1]):
-                    r2 = I[rr + e]
-                    if not I[S.r_seen + r2]:
-                        I[S.r_seen + r2] = 1
-                        I[S.rl + nr] = r2
-                        nr += 1
-    for i in range(nr):
-        r = I[S.rl + i]
-        I[S.r_seen + r] = 0
-        F[S.cap_left + r] = F[S.cap + r]
-        I[S.users + r] = I[S.r_len + r]
-    nc = 0
-    for i in range(nf):
-        f = I[S.fl + i]
-        I[S.f_seen + f] = 0
-        if t > F[S.t_upd + f]:             # bytes moved at the old rate
-            x = F[S.rem + f] - F[S.rate + f] * (t - F[S.t_upd + f])
-            F[S.rem + f] = x if x > 0.0 else 0.0
-        F[S.t_upd + f] = t
-        nc = _join_class(S, I, F, f, nc)
-    _fill_classes(S, I, F, nr, nc)
-    for i in range(nf):
-        f = I[S.fl + i]
-        c = I[S.f_cls + f]
-        F[S.rate + f] = F[S.c_rate + c]
-        I[S.bott + f] = I[S.c_bott + c]
-    for c in range(nc):
+    for c in range(nc if nf > 1 else 0):
         I[S.ht + I[S.c_slot + c]] = 0
     for i in range(nf):
         f = I[S.fl + i]
+        c = I[S.f_cls + f]
+        rt = F[S.c_rate + c]
+        F[S.rate + f] = rt
+        I[S.bott + f] = I[S.c_bott + c]
         rm = F[S.rem + f]
-        rt = F[S.rate + f]
         if rm <= 0.0 or rt == INF:
             F[S.tfin + f] = t
         elif rt > 0.0:
