@@ -151,3 +151,20 @@ def test_ccmod_identical_routes_keep_one_pair_per_resource_and_group():
     assert len(k.S.pfree) - k.S.si[N_PF] == 1
     got = drive(CcmodSharing(2, np.zeros(2), max_messages=300), arrivals)
     assert np.allclose(got, brute_ccmod(arrivals, 2, [1.0, 1.0]), rtol=1e-9, atol=1e-9)
+
+
+few_routes = st.sampled_from([[0], [0, 3], [1, 3], [0, 3, 5]])
+capped = st.tuples(st.floats(0, 2, allow_nan=False), st.floats(0.01, 3), few_routes,
+                   st.sampled_from([0.3, 0.7, INF]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(capped, min_size=1, max_size=14))
+def test_maxmin_flow_classes_equal_brute_force(arrs):
+    # many flows share a route, some under the same cap: the solver fills (route, cap)
+    # classes weighted by size, which must give every flow its own max-min rate
+    cap = [1.0, 2.0, 1.0, 3.0, 1.0, 0.5]
+    arrivals = [(t, w, list(r), c) for t, w, r, c in arrs]
+    got = drive(MaxMinSharing(6, np.array(cap), np.zeros(6)), arrivals)
+    want = brute_maxmin(arrivals, cap)
+    assert np.allclose(got, want, rtol=1e-7, atol=1e-9)

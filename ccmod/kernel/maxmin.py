@@ -5,7 +5,10 @@ free fraction left by background load) with an optional per-flow cap. When flows
 end, or a resource's background changes, only the flows *connected* to the changed
 resources through shared resources are re-solved (SimGrid's "selective update" of its LMM
 solver): a breadth-first walk from the dirty resources collects that component, whose
-allocation does not depend on any other flow. Each flow keeps its remaining bytes at its
+allocation does not depend on any other flow. Flows of the component with the same route
+and the same rate cap always get the same rate, so progressive filling runs on those
+*classes*, each weighted by its size: its rounds cost the classes (few: pairs of nodes),
+not the flows, and give every flow the rate it would get alone. Each flow keeps its remaining bytes at its
 last rate change and its finish time in an indexed heap, so a horizon costs the size of
 the component touched, not the number of active flows. The state is slices of the
 kernel's two buffers (``S`` holds offsets into ``I`` and ``F``, see
@@ -37,6 +40,7 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
     emsg = np.zeros(E, np.int64)     # message of each route entry
     rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
     emsg[:len(rep)] = rep
+    T = 1 << max(1, 2 * M - 1).bit_length()     # class hash table, at most half full
     if routes is None:
         routes = (("i", M + 1, np.asarray(route_ptr, np.int64)),
                   ("i", E, np.asarray(route_res, np.int64)))
@@ -48,9 +52,11 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
         t_upd=("f", M, 0.0), fcap=("f", M, INF), bott=("i", M, -1), tfin=("f", M, INF),
         f_item=("i", M, 0), f_pos=("i", M, -1), d_flag=("i", R, 0), d_list=("i", R, 0),
         r_seen=("i", R, 0), rl=("i", R, 0), f_seen=("i", M, 0), fl=("i", M, 0),
-        cap_left=("f", R, 0.0), users=("i", R, 0), frozen=("i", M, 0), done=("i", M, 0),
+        cap_left=("f", R, 0.0), users=("i", R, 0), done=("i", M, 0),
         si=("i", 4, 0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
-        emsg=("i", E, emsg))
+        emsg=("i", E, emsg), rhash=("i", M, 0), hmask=("v", T - 1), ht=("i", T, 0),
+        f_cls=("i", M, 0), c_rep=("i", M, 0), c_w=("i", M, 0), c_rate=("f", M, 0.0),
+        c_fz=("i", M, 0), c_bott=("i", M, -1), c_slot=("i", M, 0))
 
 
 def _dirty(S, r, t):
@@ -95,14 +101,17 @@ def mm_count(I, F, r, t, delta):
 def mm_start(I, F, m, t, work, fcap):
     """Flow m starts at t with ``work`` bytes (rate cap ``fcap``, inf = none)."""
     S = mm_state(I)
+    h = 0
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
+        h = (h * 31 + r + 1) % 2147483647     # route hash, no overflow in pure Python
         n = I[S.r_len + r]
         I[S.r_item + I[S.seg + r] + n] = e
         I[S.e_pos + e] = n
         I[S.r_len + r] = n + 1
         mm_count(I, F, r, t, 1)
         _mark_dirty(S, I, F, r, t)
+    I[S.rhash + m] = h
     I[S.active + m] = 1
     F[S.rem + m] = work
     F[S.rate + m] = 0.0
@@ -138,6 +147,108 @@ def mm_set_free(I, F, r, t, free):
     mm_solve(I, F)          # rates so far hold until t
     F[S.cap + r] = F[S.cap_full + r] * free
     _mark_dirty(S, I, F, r, t)
+
+
+@leaf
+def _same_class(S, I, F, g, f):
+    """Whether flows g and f have the same route and the same rate cap."""
+    if I[S.rhash + g] != I[S.rhash + f] or F[S.fcap + g] != F[S.fcap + f]:
+        return False
+    rp, rr = S.route_ptr, S.route_res
+    eg, ef = I[rp + g], I[rp + f]
+    n = I[rp + f + 1] - ef
+    if I[rp + g + 1] - eg != n:
+        return False
+    for k in range(n):
+        if I[rr + eg + k] != I[rr + ef + k]:
+            return False
+    return True
+
+
+@leaf
+def _join_class(S, I, F, f, nc):
+    """Put flow f in its class (route + cap) of this solve; returns the class count.
+
+    Flows of one class cross the same resources under the same cap, so progressive
+    filling gives them the same rate: the solver fills classes weighted by their size."""
+    hm = S.hmask
+    s = I[S.rhash + f] & hm
+    while True:
+        c1 = I[S.ht + s]
+        if c1 == 0:
+            c = nc
+            I[S.ht + s] = c + 1
+            I[S.c_slot + c] = s
+            I[S.c_rep + c] = f
+            I[S.c_w + c] = 1
+            F[S.c_rate + c] = 0.0
+            I[S.c_fz + c] = 0
+            I[S.c_bott + c] = -1
+            I[S.f_cls + f] = c
+            return nc + 1
+        c = c1 - 1
+        if _same_class(S, I, F, I[S.c_rep + c], f):
+            I[S.c_w + c] += 1
+            I[S.f_cls + f] = c
+            return nc
+        s = (s + 1) & hm
+
+
+@leaf
+def _fill_classes(S, I, F, nr, nc):
+    """Progressive filling over the ``nc`` classes (weights ``c_w``) and the ``nr``
+    resources in ``rl`` (``cap_left`` and ``users`` set by the caller)."""
+    rp, rr = S.route_ptr, S.route_res
+    left = nc
+    while left > 0:
+        level = INF
+        for i in range(nr):
+            r = I[S.rl + i]
+            if I[S.users + r] > 0:
+                lv = F[S.cap_left + r] / I[S.users + r]
+                if lv < level:
+                    level = lv
+        for c in range(nc):
+            if not I[S.c_fz + c]:
+                hd = F[S.fcap + I[S.c_rep + c]] - F[S.c_rate + c]
+                if hd < level:
+                    level = hd
+        if level == INF:
+            for c in range(nc):
+                if not I[S.c_fz + c]:
+                    F[S.c_rate + c] = INF
+            break
+        if level < 0.0:
+            level = 0.0
+        for c in range(nc):
+            if not I[S.c_fz + c]:
+                F[S.c_rate + c] += level
+                f = I[S.c_rep + c]
+                lw = level * I[S.c_w + c]
+                for e in range(I[rp + f], I[rp + f + 1]):
+                    F[S.cap_left + I[rr + e]] -= lw
+        progressed = False
+        for c in range(nc):
+            if I[S.c_fz + c]:
+                continue
+            f = I[S.c_rep + c]
+            sat = -1
+            for e in range(I[rp + f], I[rp + f + 1]):
+                r = I[rr + e]
+                if F[S.cap_left + r] <= 1e-12 * F[S.cap + r]:
+                    sat = r
+                    break
+            fc = F[S.fcap + f]
+            if sat >= 0 or (fc < INF and fc - F[S.c_rate + c] <= 1e-12 * max(fc, 1.0)):
+                I[S.c_fz + c] = 1
+                progressed = True
+                I[S.c_bott + c] = sat
+                left -= 1
+                w = I[S.c_w + c]
+                for e in range(I[rp + f], I[rp + f + 1]):
+                    I[S.users + I[rr + e]] -= w
+        if not progressed:
+            break
 
 
 @leaf
@@ -181,7 +292,7 @@ def mm_solve(I, F):
         I[S.r_seen + r] = 0
         F[S.cap_left + r] = F[S.cap + r]
         I[S.users + r] = I[S.r_len + r]
-    left = nf
+    nc = 0
     for i in range(nf):
         f = I[S.fl + i]
         I[S.f_seen + f] = 0
@@ -189,58 +300,15 @@ def mm_solve(I, F):
             x = F[S.rem + f] - F[S.rate + f] * (t - F[S.t_upd + f])
             F[S.rem + f] = x if x > 0.0 else 0.0
         F[S.t_upd + f] = t
-        F[S.rate + f] = 0.0
-        I[S.bott + f] = -1
-        I[S.frozen + f] = 0
-    while left > 0:
-        level = INF
-        for i in range(nr):
-            r = I[S.rl + i]
-            if I[S.users + r] > 0:
-                lv = F[S.cap_left + r] / I[S.users + r]
-                if lv < level:
-                    level = lv
-        for i in range(nf):
-            f = I[S.fl + i]
-            if not I[S.frozen + f]:
-                hd = F[S.fcap + f] - F[S.rate + f]
-                if hd < level:
-                    level = hd
-        if level == INF:
-            for i in range(nf):
-                f = I[S.fl + i]
-                if not I[S.frozen + f]:
-                    F[S.rate + f] = INF
-            break
-        if level < 0.0:
-            level = 0.0
-        for i in range(nf):
-            f = I[S.fl + i]
-            if not I[S.frozen + f]:
-                F[S.rate + f] += level
-                for e in range(I[rp + f], I[rp + f + 1]):
-                    F[S.cap_left + I[rr + e]] -= level
-        progressed = False
-        for i in range(nf):
-            f = I[S.fl + i]
-            if I[S.frozen + f]:
-                continue
-            sat = -1
-            for e in range(I[rp + f], I[rp + f + 1]):
-                r = I[rr + e]
-                if F[S.cap_left + r] <= 1e-12 * F[S.cap + r]:
-                    sat = r
-                    break
-            fc = F[S.fcap + f]
-            if sat >= 0 or (fc < INF and fc - F[S.rate + f] <= 1e-12 * max(fc, 1.0)):
-                I[S.frozen + f] = 1
-                progressed = True
-                I[S.bott + f] = sat
-                left -= 1
-                for e in range(I[rp + f], I[rp + f + 1]):
-                    I[S.users + I[rr + e]] -= 1
-        if not progressed:
-            break
+        nc = _join_class(S, I, F, f, nc)
+    _fill_classes(S, I, F, nr, nc)
+    for i in range(nf):
+        f = I[S.fl + i]
+        c = I[S.f_cls + f]
+        F[S.rate + f] = F[S.c_rate + c]
+        I[S.bott + f] = I[S.c_bott + c]
+    for c in range(nc):
+        I[S.ht + I[S.c_slot + c]] = 0
     for i in range(nf):
         f = I[S.fl + i]
         rm = F[S.rem + f]

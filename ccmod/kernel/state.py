@@ -53,7 +53,8 @@ CcState = namedtuple("CcState", (
 MmState = namedtuple("MmState", (
     "cap_full cap count peak area busy t_chg seg r_len r_item e_pos "
     "active rem rate t_upd fcap bott tfin f_item f_pos d_flag d_list r_seen rl f_seen fl "
-    "cap_left users frozen done si sf route_ptr route_res emsg"))
+    "cap_left users done si sf route_ptr route_res emsg "
+    "rhash hmask ht f_cls c_rep c_w c_rate c_fz c_bott c_slot"))
 
 #: The offsets (and sizes) of every group are also written at the head of ``I``, each
 #: group at a fixed place: a compiled function reads the few it needs from there
