@@ -267,3 +267,19 @@ def _merge_order(lists: dict, arrs: dict | None):
 def _fresh_cols() -> dict[str, list]:
     return {k: [] for k in ("rank", "op", "peer", "tag", "nbytes", "duration_s", "req", "line",
                             "file_id")}
+
+
+def file_head(path, nbytes: int) -> bytes | None:
+    """The first ``nbytes`` of a regular file, or None when it is not one or cannot be read.
+
+    For readers' ``sniff``: a folder, a missing file or an unreadable one is simply not
+    theirs (the reader that claims nothing reports the error).
+    """
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        return None
+    try:
+        with open(p, "rb") as f:
+            return f.read(nbytes)
+    except OSError:
+        return None

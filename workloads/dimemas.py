@@ -37,7 +37,7 @@ from collections import defaultdict, deque
 from ccmod.errors import CcmodInputError
 from ccmod.guard import INT_MAX, check_declared_ranks, check_float, check_int, excerpt
 from ccmod.workloads.assembler import TraceAssembler
-from ccmod.workloads.base import OP_IRECV, OP_ISEND
+from ccmod.workloads.base import OP_IRECV, OP_ISEND, file_head
 from ccmod.workloads.reader_input import input_guard, reject_options
 from ccmod.workloads.registry import READERS
 
@@ -263,14 +263,7 @@ class DimemasReader:
 
     @staticmethod
     def sniff(path) -> bool:
-        p = os.fspath(path)
-        if not os.path.isfile(p):
-            return False
-        try:
-            with open(p, "rb") as f:
-                return f.read(9) == b"#DIMEMAS:"
-        except OSError:
-            return False
+        return file_head(path, 9) == b"#DIMEMAS:"
 
     @staticmethod
     def read(path, *, compute_rate=1e9, compute_scale=1.0, collectives=None, **opts):

@@ -32,7 +32,7 @@ import re
 from ccmod.errors import CcmodInputError
 from ccmod.guard import check_declared_ranks
 from ccmod.workloads.base import (OP_COMPUTE, OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL,
-                                  WorkloadBuilder)
+                                  WorkloadBuilder, file_head)
 from ccmod.workloads.goal_binary import is_binary_goal, parse_goal_binary
 from ccmod.workloads.goal_schedule import CALC, RECV, SEND, linearise
 from ccmod.workloads.registry import READERS
@@ -241,13 +241,8 @@ class GoalReader:
 
     @staticmethod
     def sniff(path) -> bool:
-        p = os.fspath(path)
-        if not os.path.isfile(p):
-            return False
-        try:
-            with open(p, "rb") as f:
-                raw = f.read(256)
-        except OSError:
+        raw = file_head(path, 256)
+        if raw is None:
             return False
         if is_binary_goal(raw):
             return True
