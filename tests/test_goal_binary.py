@@ -1,7 +1,6 @@
 """Binary GOAL schedules (LogGOPSim txt2bin layout) and the real GOAL examples (issue 12)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +13,11 @@ from ccmod.workloads.base import OP_COMPUTE, OP_ISEND, OP_WAIT
 from ccmod.workloads.goal import parse_goal
 from ccmod.workloads.goal_binary import _NODE, MAGIC, MAGIC_INVALID
 from ccmod.workloads.goal_schedule import CALC, RECV, SEND
+from conftest import REAL as REAL_ROOT
 
 DATA = Path(__file__).parent / "data" / "goal"
-REAL = Path(os.environ.get("CCMOD_REAL_TRACES", "/nonexistent")) / "loggopsim" / "goal-examples"
+# CCMOD_REAL_TRACES or ../shared/traces/real, as every real-data test finds it (conftest)
+REAL = REAL_ROOT / "loggopsim" / "goal-examples"
 
 
 def _encode(text_path, out_path, magic=MAGIC):
@@ -119,7 +120,7 @@ def test_invalidated_and_damaged_binaries_are_one_line_errors(tmp_path):
         read_workload(cut)
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="needs CCMOD_REAL_TRACES (LogGOPSim examples)")
+@pytest.mark.skipif(not REAL.is_dir(), reason="needs ../shared/traces/real (LogGOPSim examples)")
 @pytest.mark.parametrize("name", ["binary_tree_32.goal", "ping_pong_big.g2",
                                   "test-doublering4.g2", "test-nbp2p.g2"])
 def test_real_goal_examples_run_text_and_binary(tmp_path, name):
@@ -130,7 +131,7 @@ def test_real_goal_examples_run_text_and_binary(tmp_path, name):
     _same(w, read_workload(_encode(p, tmp_path / (name + ".bin"))))
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="needs CCMOD_REAL_TRACES (LogGOPSim examples)")
+@pytest.mark.skipif(not REAL.is_dir(), reason="needs ../shared/traces/real (LogGOPSim examples)")
 def test_real_ping_pong_is_two_messages_in_sequence():
     # rank 1 answers only after receiving (l1 requires l0): two quiet times back to back
     r = run(read_workload(REAL / "ping_pong_big.g2"), "star")
