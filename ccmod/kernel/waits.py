@@ -16,33 +16,49 @@ from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
 
 
 @njit(cache=True)
+def track_request(out, o, q, m, pc, list_id, wait_msg, wait_side, wa_msg, wa_side, k):
+    """One record's effect on its rank's outstanding requests ``out`` (request -> 2 m + side).
+
+    An isend/irecv of message ``m`` with request ``q`` becomes outstanding; a wait takes its
+    request out and names its message and side at ``pc``; a waitall gets list ``list_id``
+    and takes every outstanding request into the wait-list pool from index ``k``.
+    Returns the pool index after this record, or -1 when a wait names a request that is
+    not outstanding.
+    """
+    if o == OP_ISEND:
+        out[q] = 2 * m
+    elif o == OP_IRECV:
+        out[q] = 2 * m + 1
+    elif o == OP_WAIT:
+        if q not in out:
+            return -1
+        v = out.pop(q)
+        wait_msg[pc] = v >> 1
+        wait_side[pc] = v & 1
+    elif o == OP_WAITALL:
+        wait_msg[pc] = list_id
+        for v in out.values():
+            wa_msg[k] = v >> 1
+            wa_side[k] = v & 1
+            k += 1
+        out.clear()
+    return k
+
+
+@njit(cache=True)
 def _resolve(rank_ptr, op, req, rec_msg, wait_msg, wait_side, wa_ptr, wa_msg, wa_side):
     nwa = 0
     nent = 0
     for r in range(rank_ptr.shape[0] - 1):
         out = Dict.empty(key_type=types.int64, value_type=types.int64)
         for pc in range(rank_ptr[r], rank_ptr[r + 1]):
-            o = op[pc]
-            if o == OP_ISEND:
-                out[req[pc]] = 2 * rec_msg[pc]
-            elif o == OP_IRECV:
-                out[req[pc]] = 2 * rec_msg[pc] + 1
-            elif o == OP_WAIT:
-                q = req[pc]
-                if q not in out:
-                    return pc             # a wait on a request that is not outstanding
-                v = out.pop(q)
-                wait_msg[pc] = v >> 1
-                wait_side[pc] = v & 1
-            elif o == OP_WAITALL:
-                wait_msg[pc] = nwa
-                for v in out.values():
-                    wa_msg[nent] = v >> 1
-                    wa_side[nent] = v & 1
-                    nent += 1
+            nent = track_request(out, op[pc], req[pc], rec_msg[pc], pc, nwa, wait_msg,
+                                 wait_side, wa_msg, wa_side, nent)
+            if nent < 0:
+                return pc             # a wait on a request that is not outstanding
+            if op[pc] == OP_WAITALL:
                 nwa += 1
                 wa_ptr[nwa] = nent
-                out.clear()
     return -1
 
 

@@ -38,7 +38,8 @@ from numba import njit, types
 from numba.typed import Dict, List
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
-from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
+from ccmod.codes import OP_IRECV, OP_ISEND
+from ccmod.kernel.waits import track_request
 
 
 @njit(cache=True)
@@ -60,24 +61,10 @@ def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg
         wait_msg[pc] = -1
         wait_side[pc] = 0
         wa_ptr[pc] = k
-        if o == OP_ISEND:
-            out[src_req[g]] = 2 * ids[i]
-        elif o == OP_IRECV:
-            out[src_req[g]] = 2 * ids[i] + 1
-        elif o == OP_WAIT:
-            q = src_req[g]
-            if q not in out:
-                return -(g + 1)
-            v = out.pop(q)
-            wait_msg[pc] = v >> 1
-            wait_side[pc] = v & 1
-        elif o == OP_WAITALL:
-            wait_msg[pc] = pc             # its list: wa_ptr[pc] .. wa_ptr[pc + 1]
-            for v in out.values():
-                wa_msg[k] = v >> 1
-                wa_side[k] = v & 1
-                k += 1
-            out.clear()
+        k = track_request(out, o, src_req[g], ids[i], pc, pc, wait_msg, wait_side,
+                          wa_msg, wa_side, k)   # a waitall's list is its own position
+        if k < 0:
+            return -(g + 1)
     wa_ptr[pc0 + g1 - g0] = k
     return k
 
