@@ -147,7 +147,7 @@ class Engine:
         code = 1 if rule == "maxmin" else 0
         self.C = ks.Config(code, lat_unshared, send_mode == "detached",
                            bool(record), bool(signals), bool(np.any(gap > 0)),
-                           PROGRESS_EVENTS if progress is not None else -1)
+                           PROGRESS_EVENTS if progress is not None else -1, False)
         if self.feed is not None:
             self.P = self.feed.program
         else:
@@ -169,7 +169,8 @@ class Engine:
             kind=("i", M, msgs.kind), handler_s=("f", M, msgs.handler_s),
             flow_cap=("f", M, msgs.flow_cap_Bps), eager=("i", M, eager),
             route_ptr=("i", M + 1, rp), route_res=("i", E, rr),
-            node_of_rank=("i", len(node_of_rank), node_of_rank), gap_s=("f", len(gap), gap))
+            node_of_rank=("i", len(node_of_rank), node_of_rank), gap_s=("f", len(gap), gap),
+            route_end=("+", "route_ptr", 1, M), okey=("i", M, np.arange(M, dtype=np.int64)))
         self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
         self.Go = ks.msg_state(A, M, nnodes)
         self.T = ks.timers(A, 2 * n + 2 * M)
@@ -190,7 +191,8 @@ class Engine:
         self.BG = A.struct(ks.BgSteps, n=("v", nbg),
                            t=("f", nbg, np.asarray(bg_t_s, np.float64)[order]),
                            res=("i", nbg, bg_res), load=("f", nbg, bg_load))
-        routes = (A.where(ks.MsgIn, "route_ptr"), A.where(ks.MsgIn, "route_res"))
+        routes = tuple(A.where(ks.MsgIn, f) for f in ("route_ptr", "route_res", "route_end",
+                                                       "okey"))
         empty_p, empty_r = np.zeros(1, np.int64), np.zeros(0, np.int64)
         self.CSo = cc_new(A, nresources, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)),
                           routes=routes if code == 0 else None)

@@ -37,8 +37,8 @@ import numpy as np
 
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.state import CcState
-from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
-                                sort_ids)
+from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, kheap_push,
+                                kheap_remove, resource_segments, sort_ids, sort_keyed)
 
 INF = np.inf
 # integer scalars (si) and float scalars (sf) of the state; N_PF: free pairs, N_CHK: groups
@@ -46,13 +46,16 @@ INF = np.inf
 N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE, N_PF, N_CHK = range(9)
 
 
-def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None):
+def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None,
+           pair_cap=None):
     """Lay out, in arena ``A`` (:class:`ccmod.kernel.state.Arena`), the state for messages
     with the given routes (CSR over resource ids); returns the offsets.
 
     ``seg_cap[l]`` bounds how many messages may be active on ``l`` at once (default: how
-    many routes cross it). ``routes``: the ``(route_ptr, route_res)`` fields laid out
-    already (``A.where(...)``), shared instead of copied.
+    many routes cross it), ``pair_cap[l]`` how many pairs group ``l`` may have (default:
+    from ``seg_cap``). ``routes``: the ``(route_ptr, route_res, route_end, okey)`` fields
+    laid out already (``A.where(...)``), shared instead of copied (default: laid out here,
+    the order keys being the ids).
     """
     R = int(nresources)
     M = len(route_ptr) - 1
@@ -61,7 +64,9 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     # pairs (r, b) with b a group: at most one per route entry; a group's heap of pairs
     # holds at most one pair per other resource, and no more than its members' other hops
     NP = max(E, 1)
-    if seg_cap is None:
+    if pair_cap is not None:
+        pcap = np.asarray(pair_cap, np.int64)
+    elif seg_cap is None:
         hops = int(np.max(np.diff(route_ptr))) if M > 0 else 1
         pcap = np.minimum(np.diff(seg) * max(hops - 1, 0), R)
     else:
@@ -74,8 +79,8 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     si0 = np.zeros(10, np.int64)
     si0[N_PF] = NP
     if routes is None:
-        routes = (("i", M + 1, np.asarray(route_ptr, np.int64)),
-                  ("i", E, np.asarray(route_res, np.int64)))
+        from ccmod.kernel.state import own_routes
+        routes = own_routes(A, route_ptr, route_res)
     return A.struct(
         CcState, free=("f", R, 1.0 - np.asarray(background, np.float64)), count=("i", R, 0),
         share=("f", R, INF), v_at=("f", R, 0.0), t_at=("f", R, 0.0), peak=("i", R, 0),
@@ -92,7 +97,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         dec_f=("i", R, 0), dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0),
         tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("i", M, 0), cand_l=("i", M, 0),
         done=("i", M, 0), si=("i", 10, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
-        route_res=routes[1], emsg=("i", E, emsg))
+        route_res=routes[1], emsg=("i", E, emsg), route_end=routes[2], okey=routes[3])
 
 
 @leaf
@@ -147,7 +152,7 @@ def _best(S, I, F, m, exclude):
     """(min share, resource) over m's route, optionally excluding one resource."""
     best = INF
     br = -1
-    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         if r != exclude:
             s = F[S.share + r]
@@ -246,8 +251,8 @@ def _join(I, F, m, r, t, remaining):
     S = cc_state(I)
     I[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
-    iheap_push(I, F, S.g_item, S.g_pos, S.vfin, I[S.seg + r], S.g_len, r, m)
-    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+    kheap_push(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         _others_del(S, I, F, e)
         if I[S.route_res + e] != r:
             _others_add(S, I, F, e, r)
@@ -259,7 +264,7 @@ def _move(I, F, m, r_new, t):
     S = cc_state(I)
     old = I[S.bott + m]
     rem = F[S.vfin + m] - _vclock(S, F, old, t)
-    iheap_remove(I, F, S.g_item, S.g_pos, S.vfin, I[S.seg + old], S.g_len, old, m)
+    kheap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + old], S.g_len, old, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
     _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
 
@@ -352,7 +357,7 @@ def cc_flush(I, F):
         I[S.chk_f + b] = 0
         nc = _check(S, I, F, b, nc)
     I[si + N_CHK] = 0
-    sort_ids(I, S.cand_l, nc)
+    sort_keyed(I, S.cand_l, nc, S.okey)
     for i in range(nc):
         m2 = I[S.cand_l + i]
         I[S.cand_f + m2] = 0
@@ -390,7 +395,7 @@ def cc_start(I, F, m, t, work):
     S = cc_state(I)
     if t != F[S.sf]:
         cc_at(I, F, t)
-    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         cc_set_count(I, F, r, t, 1)
         _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
@@ -450,7 +455,7 @@ def cc_pop_due(I, F, t, bott_out):
         while I[S.g_len + r] > 0:
             m2 = I[S.g_item + o]
             if first or F[S.vfin + m2] <= vt + tol:
-                iheap_remove(I, F, S.g_item, S.g_pos, S.vfin, o, S.g_len, r, m2)
+                kheap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, o, S.g_len, r, m2)
                 I[S.done + nd] = m2
                 nd += 1
                 first = False
@@ -469,7 +474,7 @@ def cc_pop_due(I, F, t, bott_out):
 def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     S = cc_state(I)
-    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         _others_del(S, I, F, e)
         cc_set_count(I, F, r, t, -1)

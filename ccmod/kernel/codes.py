@@ -16,11 +16,11 @@ NSTATES = len(STATE_NAMES)
 EV_COMPUTE, EV_MSG_END, EV_LAT_END, EV_HANDLER_END, EV_RESUME, EV_START = range(6)
 #: run states of a rank besides the blocked states (>= 0, the STATE_* codes)
 RS_RUNNABLE, RS_COMPUTING, RS_FINISHED = -1, -2, -3
-#: slots of the kernel's integer scalars
+#: slots of the kernel's integer scalars (K_NRET: slots in MsgSt.ret, streaming)
 (K_SEQ, K_EVENTS, K_RECORDS, K_NBAR, K_RHEAD, K_RTAIL, K_BG, K_STARTED,
- K_STARVED, K_INIT) = range(10)
+ K_STARVED, K_INIT, K_NRET) = range(11)
 #: number of integer scalar slots
-NKS = 10
+NKS = 11
 
 SG = {name: i for i, name in enumerate(SIGNALS)}
 SG_GO_INIT = SG["GO_INIT"]

@@ -117,7 +117,7 @@ def msg_in(I):
     b = _MI
     return MsgIn(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6], I[b + 7],
                  I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12], I[b + 13], I[b + 14],
-                 I[b + 15], I[b + 16])
+                 I[b + 15], I[b + 16], I[b + 17], I[b + 18])
 
 
 @njit(cache=True, inline="always")
@@ -132,7 +132,7 @@ def rank_st(I):
 def msg_st(I):
     b = _MS
     return MsgSt(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6], I[b + 7],
-                 I[b + 8])
+                 I[b + 8], I[b + 9], I[b + 10])
 
 
 @njit(cache=True, inline="always")
@@ -164,7 +164,7 @@ def cc_state(I):
                    I[b + 32], I[b + 33], I[b + 34], I[b + 35], I[b + 36], I[b + 37],
                    I[b + 38], I[b + 39], I[b + 40], I[b + 41], I[b + 42], I[b + 43],
                    I[b + 44], I[b + 45], I[b + 46], I[b + 47], I[b + 48], I[b + 49],
-                   I[b + 50], I[b + 51], I[b + 52], I[b + 53])
+                   I[b + 50], I[b + 51], I[b + 52], I[b + 53], I[b + 54], I[b + 55])
 
 
 @njit(cache=True, inline="always")
@@ -176,4 +176,5 @@ def mm_state(I):
                    I[b + 20], I[b + 21], I[b + 22], I[b + 23], I[b + 24], I[b + 25],
                    I[b + 26], I[b + 27], I[b + 28], I[b + 29], I[b + 30], I[b + 31],
                    I[b + 32], I[b + 33], I[b + 34], I[b + 35], I[b + 36], I[b + 37],
-                   I[b + 38], I[b + 39], I[b + 40], I[b + 41], I[b + 42], I[b + 43])
+                   I[b + 38], I[b + 39], I[b + 40], I[b + 41], I[b + 42], I[b + 43],
+                   I[b + 44], I[b + 45])

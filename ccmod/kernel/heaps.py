@@ -202,6 +202,128 @@ def _sift_max(I, a, i, n):
     I[a + i] = x
 
 
+# -- heaps of messages: equal keys ordered by the messages' order keys ----------------------
+# Under streaming a message's index is a recycled slot (:mod:`ccmod.kernel.slots`): ties
+# between messages follow ``I[tie + x]`` (the message id) instead, so the order of equal
+# keys, and with it every result, is that of the whole program (where ``tie`` holds the ids).
+@njit(cache=True, inline="always")
+def _klt(I, F, key, tie, a, b):
+    ka = F[key + a]
+    kb = F[key + b]
+    return ka < kb or (ka == kb and I[tie + a] < I[tie + b])
+
+
+@leaf
+def kheap_up(I, F, item, pos, key, tie, off, i):
+    item += off
+    x = I[item + i]
+    while i > 0:
+        p = (i - 1) >> 1
+        y = I[item + p]
+        if _klt(I, F, key, tie, x, y):
+            I[item + i] = y
+            I[pos + y] = i
+            i = p
+        else:
+            break
+    I[item + i] = x
+    I[pos + x] = i
+
+
+@leaf
+def kheap_down(I, F, item, pos, key, tie, off, n, i):
+    item += off
+    x = I[item + i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _klt(I, F, key, tie, I[item + c + 1], I[item + c]):
+            c += 1
+        y = I[item + c]
+        if _klt(I, F, key, tie, y, x):
+            I[item + i] = y
+            I[pos + y] = i
+            i = c
+        else:
+            break
+    I[item + i] = x
+    I[pos + x] = i
+
+
+@leaf
+def kheap_push(I, F, item, pos, key, tie, off, lens, h, x):
+    """:func:`iheap_push` with ties ordered by ``I[tie + x]``."""
+    n = I[lens + h]
+    I[item + off + n] = x
+    I[pos + x] = n
+    I[lens + h] = n + 1
+    kheap_up(I, F, item, pos, key, tie, off, n)
+
+
+@leaf
+def kheap_remove(I, F, item, pos, key, tie, off, lens, h, x):
+    """:func:`iheap_remove` with ties ordered by ``I[tie + x]``."""
+    i = I[pos + x]
+    n = I[lens + h] - 1
+    I[lens + h] = n
+    I[pos + x] = -1
+    if i != n:
+        y = I[item + off + n]
+        I[item + off + i] = y
+        I[pos + y] = i
+        kheap_down(I, F, item, pos, key, tie, off, n, i)
+        kheap_up(I, F, item, pos, key, tie, off, I[pos + y])
+
+
+@leaf
+def kheap_update(I, F, item, pos, key, tie, off, lens, h, x):
+    """:func:`iheap_update` with ties ordered by ``I[tie + x]``."""
+    kheap_down(I, F, item, pos, key, tie, off, I[lens + h], I[pos + x])
+    kheap_up(I, F, item, pos, key, tie, off, I[pos + x])
+
+
+@leaf
+def sort_keyed(I, a, n, tie):
+    """Sort the messages ``I[a:a + n]`` by their order keys ``I[tie + m]`` (distinct),
+    without allocating: insertion for short lists, heapsort beyond."""
+    if n <= 32:
+        for i in range(a + 1, a + n):
+            x = I[i]
+            kx = I[tie + x]
+            j = i - 1
+            while j >= a and I[tie + I[j]] > kx:
+                I[j + 1] = I[j]
+                j -= 1
+            I[j + 1] = x
+        return
+    for k in range(n // 2 - 1, -1, -1):
+        _ksift_max(I, a, k, n, tie)
+    for end in range(n - 1, 0, -1):
+        x = I[a]
+        I[a] = I[a + end]
+        I[a + end] = x
+        _ksift_max(I, a, 0, end, tie)
+
+
+@leaf
+def _ksift_max(I, a, i, n, tie):
+    x = I[a + i]
+    kx = I[tie + x]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and I[tie + I[a + c + 1]] > I[tie + I[a + c]]:
+            c += 1
+        if I[tie + I[a + c]] > kx:
+            I[a + i] = I[a + c]
+            i = c
+        else:
+            break
+    I[a + i] = x
+
+
 def resource_segments(nresources, route_res, seg_cap=None):
     """Per-resource slices of one flat array: ``(seg, total)``, resource ``r`` owning
     ``seg[r]:seg[r + 1]``; ``seg_cap[r]`` entries each (default: how many routes cross it).

@@ -26,6 +26,13 @@ caller refills that rank's window and calls again, and the loop resumes exactly 
 stopped (the starved rank's interpretation, then the ready queue, then the horizons), so a
 windowed run is bit for bit the run of the whole program.
 
+Streaming also recycles message slots (``C.recycle``): every reader of a slot holds a
+reference (its send and receive records until posted, each wait on it until passed, the
+transfer until it ends); when the last is dropped the slot goes to ``MsgSt.ret``, where
+the host takes its outputs before giving the slot to another message
+(:mod:`ccmod.kernel.slots`). An active-message pair is retired when the reply's handler
+ends.
+
 The loop can stop after ``max_events`` horizons and be called again (progress reports):
 all its state lives in the arrays it is given: two buffers, ``I`` (int64) and ``F``
 (float64), and named tuples of offsets into them (:mod:`ccmod.kernel.state`), so that a
@@ -44,8 +51,9 @@ from ccmod.kernel.state import Logs, Program
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
                                  mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
-                                EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS, K_RHEAD,
-                                K_RTAIL, K_SEQ, K_STARTED, K_STARVED, NSTATES, OP_AMREQUEST, OP_BARRIER,
+                                EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_NRET, K_RECORDS,
+                                K_RHEAD, K_RTAIL, K_SEQ, K_STARTED, K_STARVED, NSTATES,
+                                OP_AMREQUEST, OP_BARRIER,
                                 OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT,
                                 OP_WAITALL, RS_COMPUTING, RS_FINISHED, RS_RUNNABLE,
                                 SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
@@ -116,7 +124,7 @@ def _busy(I, F, r, t):
 @njit(cache=True)
 def _log_route(L, I, m, t, count):
     M = msg_in(I)
-    for e in range(I[M.route_ptr + m], I[M.route_ptr + m + 1]):
+    for e in range(I[M.route_ptr + m], I[M.route_end + m]):
         r = I[M.route_res + e]
         L.load.append((t, r, I[count + r]))
 
@@ -124,7 +132,7 @@ def _log_route(L, I, m, t, count):
 @njit(cache=True)
 def _share_start(C, L, I, F, m, t, work):
     M = msg_in(I)
-    _sig(C, L, t, SG_MSGSTART, m, 0, 0, 0, 0.0)
+    _sig(C, L, t, SG_MSGSTART, I[M.okey + m], 0, 0, 0, 0.0)
     if C.sharing == 0:
         cc_start(I, F, m, t, work)
         if C.record:
@@ -142,7 +150,7 @@ def _start(C, L, I, F, m, t, gap):
     M = msg_in(I)
     G = msg_st(I)
     n = rank_st(I).nranks
-    has_route = I[M.route_ptr + m] < I[M.route_ptr + m + 1]
+    has_route = I[M.route_ptr + m] < I[M.route_end + m]
     nd = I[M.node_of_rank + I[M.src + m]]
     # the NIC gap spaces injections into the network: a message inside a node (on the
     # node's copy resource, intra=shared) does not go through the NIC
@@ -151,18 +159,18 @@ def _start(C, L, I, F, m, t, gap):
         t0 = max(t, F[G.nic_next + nd])
         F[G.nic_next + nd] = t0 + F[M.gap_s + nd]
         if t0 > t:
-            _timer(I, F, 2 * n + m, EV_START, t0)
+            _timer(I, F, 2 * n + 2 * m, EV_START, t0)
             return
     # the transfer of m begins (injection)
     F[G.t_start + m] = t
     q = F[M.quiet + m]
-    _sig(C, L, t, SG_COMMCOST, m, 0, 0, 0, q)
+    _sig(C, L, t, SG_COMMCOST, I[M.okey + m], 0, 0, 0, q)
     if I[M.unshared + m] or q <= 0.0 or not has_route:
-        _timer(I, F, 2 * n + m, EV_MSG_END, t + q)
+        _timer(I, F, 2 * n + 2 * m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
         _share_start(C, L, I, F, m, t, q)
     else:
-        _timer(I, F, 2 * n + m, EV_LAT_END, t + F[M.latency + m])
+        _timer(I, F, 2 * n + 2 * m, EV_LAT_END, t + F[M.latency + m])
 
 
 @leaf
@@ -184,7 +192,27 @@ def _am_arrived(I, F, m, t):
         F[R.h_inside + d] += h
     elif I[R.block_state + d] >= 0:
         F[R.h_inside + d] += h      # a blocked rank resumes only after its handlers
-    _timer(I, F, 2 * n + M.nmsg + m, EV_HANDLER_END, end)
+    _timer(I, F, 2 * n + 2 * m + 1, EV_HANDLER_END, end)
+
+
+@leaf
+def _retire(I, m):
+    """Slot m is free for another message once the host has taken its outputs."""
+    G = msg_st(I)
+    K = scalars(I)
+    k = I[K.ks + K_NRET]
+    I[G.ret + k] = m
+    I[K.ks + K_NRET] = k + 1
+
+
+@leaf
+def _unref(I, m):
+    """One reader of slot m is done (a side posted, a wait passed, the transfer ended)."""
+    G = msg_st(I)
+    k = I[G.refs + m] - 1
+    I[G.refs + m] = k
+    if k == 0:
+        _retire(I, m)
 
 
 @njit(cache=True)
@@ -193,7 +221,7 @@ def _done(C, L, I, F, m, t):
     R = rank_st(I)
     G = msg_st(I)
     F[G.t_end + m] = t
-    _sig(C, L, t, SG_MSGEND, m, 0, 0, 0, 0.0)
+    _sig(C, L, t, SG_MSGEND, I[msg_in(I).okey + m], 0, 0, 0, 0.0)
     if I[M.kind + m]:
         _am_arrived(I, F, m, t)
         return
@@ -208,6 +236,8 @@ def _done(C, L, I, F, m, t):
             I[R.pending + r] -= 1
             if I[R.pending + r] == 0:
                 _ready(I, r)
+    if C.recycle:
+        _unref(I, m)
 
 
 @leaf
@@ -273,11 +303,15 @@ def _advance(C, P, L, I, F, r, t):
                 _busy_for(I, F, r, t, F[M.o_send + m], STATE_OVERHEAD)
                 break
             F[G.t_post_send + m] = t
-            _sig(C, L, t, SG_NEWSCOM, m, I[M.src + m], I[M.dst + m], I[M.nbytes + m], 0.0)
+            _sig(C, L, t, SG_NEWSCOM, I[M.okey + m], I[M.src + m], I[M.dst + m],
+                 I[M.nbytes + m], 0.0)
             if I[M.eager + m] or F[G.t_post_recv + m] < INF:
                 _start(C, L, I, F, m, t, True)
             pc += 1
-            if o == OP_SEND and _wait_on(C, I, F, r, m, 0):
+            blocks = o == OP_SEND and _wait_on(C, I, F, r, m, 0)
+            if C.recycle:
+                _unref(I, m)
+            if blocks:
                 _block(C, L, I, F, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
@@ -286,14 +320,20 @@ def _advance(C, P, L, I, F, r, t):
             if not I[M.eager + m] and F[G.t_post_send + m] < INF:
                 _start(C, L, I, F, m, t, True)
             pc += 1
-            if o == OP_RECV and _wait_on(C, I, F, r, m, 1):
+            blocks = o == OP_RECV and _wait_on(C, I, F, r, m, 1)
+            if C.recycle:
+                _unref(I, m)
+            if blocks:
                 _block(C, L, I, F, r, STATE_RECV, t)
                 break
         elif o == OP_WAIT:
             m = P.wait_msg[pc]
             side = P.wait_side[pc]
             pc += 1
-            if _wait_on(C, I, F, r, m, side):
+            blocks = _wait_on(C, I, F, r, m, side)
+            if C.recycle:
+                _unref(I, m)
+            if blocks:
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_WAITALL:
@@ -301,6 +341,8 @@ def _advance(C, P, L, I, F, r, t):
             pc += 1
             for j in range(P.wa_ptr[k], P.wa_ptr[k + 1]):
                 _wait_on(C, I, F, r, P.wa_msg[j], P.wa_side[j])
+                if C.recycle:
+                    _unref(I, P.wa_msg[j])
             if I[R.pending + r] > 0:
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
@@ -494,18 +536,18 @@ def run_loop(C, P, L, I, F):
                 elif F[R.hfree + x] <= t or not _busy(I, F, x, t):
                     _advance(C, P, L, I, F, x, t)
             elif kind == EV_MSG_END:
-                _done(C, L, I, F, x - 2 * n, t)
+                _done(C, L, I, F, (x - 2 * n) >> 1, t)
             elif kind == EV_LAT_END:
-                m = x - 2 * n
+                m = (x - 2 * n) >> 1
                 if C.sharing == 0:
                     work = F[M.quiet + m] - F[M.latency + m]
                 else:
                     work = float(I[M.nbytes + m])
                 _share_start(C, L, I, F, m, t, work)
             elif kind == EV_START:
-                _start(C, L, I, F, x - 2 * n, t, False)
+                _start(C, L, I, F, (x - 2 * n) >> 1, t, False)
             elif kind == EV_HANDLER_END:
-                m = x - 2 * n - M.nmsg
+                m = (x - 2 * n) >> 1
                 if I[M.kind + m] == 1:       # request handled: the server replies now
                     F[G.t_post_send + m + 1] = t
                     F[G.t_post_recv + m + 1] = t
@@ -515,6 +557,9 @@ def run_loop(C, P, L, I, F):
                     I[R.pending + r] -= 1
                     if I[R.pending + r] == 0:
                         _ready(I, r)
+                    if C.recycle:       # request and reply are over: both slots free
+                        _retire(I, m - 1)
+                        _retire(I, m)
             elif kind == EV_RESUME:
                 if _unblock(C, L, I, F, x - n, t):
                     _advance(C, P, L, I, F, x - n, t)

@@ -20,8 +20,8 @@ import numpy as np
 
 from ccmod.kernel.compiled import mm_state, leaf
 from ccmod.kernel.state import MmState
-from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
-                                sort_ids)
+from ccmod.kernel.heaps import (kheap_push, kheap_remove, kheap_update, resource_segments,
+                                sort_keyed)
 
 INF = np.inf
 N_DIRTY, N_ACTIVE, F_LEN = range(3)
@@ -29,7 +29,7 @@ N_DIRTY, N_ACTIVE, F_LEN = range(3)
 
 
 def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=None,
-           routes=None):
+           routes=None, pair_cap=None):
     """Lay out the state in arena ``A`` (see :func:`ccmod.kernel.ccmod_rule.cc_new`)."""
     R = int(nresources)
     M = len(route_ptr) - 1
@@ -42,8 +42,8 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
     emsg[:len(rep)] = rep
     T = 1 << max(1, 2 * M - 1).bit_length()     # class hash table, at most half full
     if routes is None:
-        routes = (("i", M + 1, np.asarray(route_ptr, np.int64)),
-                  ("i", E, np.asarray(route_res, np.int64)))
+        from ccmod.kernel.state import own_routes
+        routes = own_routes(A, route_ptr, route_res)
     return A.struct(
         MmState, cap_full=("f", R, cap_full), cap=("f", R, cap), count=("i", R, 0),
         peak=("i", R, 0), area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0),
@@ -56,7 +56,8 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
         si=("i", 4, 0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
         emsg=("i", E, emsg), rhash=("i", M, 0), hmask=("v", T - 1), ht=("i", T, 0),
         f_cls=("i", M, 0), c_rep=("i", M, 0), c_w=("i", M, 0), c_rate=("f", M, 0.0),
-        c_fz=("i", M, 0), c_bott=("i", M, -1), c_slot=("i", M, 0))
+        c_fz=("i", M, 0), c_bott=("i", M, -1), c_slot=("i", M, 0),
+        route_end=routes[2], okey=routes[3])
 
 
 def _dirty(S, r, t):
@@ -102,7 +103,7 @@ def mm_start(I, F, m, t, work, fcap):
     """Flow m starts at t with ``work`` bytes (rate cap ``fcap``, inf = none)."""
     S = mm_state(I)
     h = 0
-    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         h = (h * 31 + r + 1) & 0xFFFFFFFFFFFF     # route hash (no int64 overflow)
         n = I[S.r_len + r]
@@ -124,7 +125,7 @@ def mm_start(I, F, m, t, work, fcap):
 def mm_end(I, F, m, t):
     """Flow m leaves (after :func:`mm_pop_due`)."""
     S = mm_state(I)
-    for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         i = I[S.e_pos + e]
         n = I[S.r_len + r] - 1
@@ -150,11 +151,11 @@ def mm_set_free(I, F, r, t, free):
 
 
 @leaf
-def _same_route(I, rp, rr, g, f):
+def _same_route(I, rp, re, rr, g, f):
     """Whether flows g and f cross the same resources in the same order."""
     eg, ef = I[rp + g], I[rp + f]
-    n = I[rp + f + 1] - ef
-    if I[rp + g + 1] - eg != n:
+    n = I[re + f] - ef
+    if I[re + g] - eg != n:
         return False
     for k in range(n):
         if I[rr + eg + k] != I[rr + ef + k]:
@@ -171,7 +172,7 @@ def mm_solve(I, F):
         return
     t = F[S.sf]
     I[S.si + N_DIRTY] = 0
-    rp, rr = S.route_ptr, S.route_res
+    rp, re, rr = S.route_ptr, S.route_end, S.route_res
     nr = 0
     nf = 0
     for i in range(nd):
@@ -192,7 +193,7 @@ def mm_solve(I, F):
                 I[S.f_seen + f] = 1
                 I[S.fl + nf] = f
                 nf += 1
-                for e in range(I[rp + f], I[rp + f + 1]):
+                for e in range(I[rp + f], I[re + f]):
                     r2 = I[rr + e]
                     if not I[S.r_seen + r2]:
                         I[S.r_seen + r2] = 1
@@ -238,7 +239,7 @@ def mm_solve(I, F):
                 break
             g = I[S.c_rep + c1 - 1]
             if (I[S.rhash + g] == I[S.rhash + f] and F[S.fcap + g] == F[S.fcap + f]
-                    and _same_route(I, rp, rr, g, f)):
+                    and _same_route(I, rp, re, rr, g, f)):
                 I[S.c_w + c1 - 1] += 1
                 I[S.f_cls + f] = c1 - 1
                 break
@@ -270,7 +271,7 @@ def mm_solve(I, F):
                 F[S.c_rate + c] += level
                 f = I[S.c_rep + c]
                 lw = level * I[S.c_w + c]
-                for e in range(I[rp + f], I[rp + f + 1]):
+                for e in range(I[rp + f], I[re + f]):
                     F[S.cap_left + I[rr + e]] -= lw
         progressed = False
         for c in range(nc):
@@ -278,7 +279,7 @@ def mm_solve(I, F):
                 continue
             f = I[S.c_rep + c]
             sat = -1
-            for e in range(I[rp + f], I[rp + f + 1]):
+            for e in range(I[rp + f], I[re + f]):
                 r = I[rr + e]
                 if F[S.cap_left + r] <= 1e-12 * F[S.cap + r]:
                     sat = r
@@ -290,7 +291,7 @@ def mm_solve(I, F):
                 I[S.c_bott + c] = sat
                 left -= 1
                 w = I[S.c_w + c]
-                for e in range(I[rp + f], I[rp + f + 1]):
+                for e in range(I[rp + f], I[re + f]):
                     I[S.users + I[rr + e]] -= w
         if not progressed:
             break
@@ -310,9 +311,9 @@ def mm_solve(I, F):
         else:
             F[S.tfin + f] = INF
         if I[S.f_pos + f] >= 0:
-            iheap_update(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
+            kheap_update(I, F, S.f_item, S.f_pos, S.tfin, S.okey, 0, S.si, F_LEN, f)
         else:
-            iheap_push(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
+            kheap_push(I, F, S.f_item, S.f_pos, S.tfin, S.okey, 0, S.si, F_LEN, f)
 
 
 @leaf
@@ -338,10 +339,10 @@ def mm_pop_due(I, F, t, bott_out):
     tol = max(first, 1e-15, 1e-12 * t)
     while I[S.si + F_LEN] > 0 and F[S.tfin + I[S.f_item]] - t <= tol:
         f = I[S.f_item]
-        iheap_remove(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
+        kheap_remove(I, F, S.f_item, S.f_pos, S.tfin, S.okey, 0, S.si, F_LEN, f)
         I[S.done + nd] = f
         nd += 1
-    sort_ids(I, S.done, nd)
+    sort_keyed(I, S.done, nd, S.okey)
     for i in range(nd):
         f = I[S.done + i]
         I[bott_out + f] = I[S.bott + f]

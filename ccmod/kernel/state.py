@@ -13,9 +13,15 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
             its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.kernel.window`):
             the loop then pauses there instead of finishing the rank. A whole program has
             ``rank_end = rank_ptr[1:]`` and ``more`` all 0 (:func:`whole_program`).
-``MsgIn``   per-message inputs (compile time) and per-node NIC gap.
-``RankSt``  per-rank state; ``MsgSt`` per-message times and waiters; ``Timers`` the timer
-            queue (one slot per rank compute, rank resume, message, handler);
+``MsgIn``   per-message inputs (compile time) and per-node NIC gap. A message's index
+            ``m`` is its *slot*: the message id in a whole-program run; under streaming
+            (:mod:`ccmod.kernel.slots`) slots are recycled and ``okey[m]`` is the message
+            id, the order every tie between messages is broken by. Message m's route is
+            ``route_res[route_ptr[m]:route_end[m]]``.
+``MsgSt``   per-message times and waiters; ``refs`` (streaming) counts what may still
+            read a slot, ``ret`` lists the slots retired since the host last drained them.
+``RankSt``  per-rank state; ``Timers`` the timer queue (one slot per rank compute, rank
+            resume, and, interleaved, per message and its handler: ``2 n + 2 m (+ 1)``);
 ``Scalars`` counters; ``Logs`` the recordings (typed lists of fixed-width records);
 ``BgSteps`` background-load steps sorted by time.
 
@@ -30,16 +36,18 @@ import numpy as np
 
 INF = np.inf
 
-Config = namedtuple("Config", "sharing lat_unshared detached record signals gap max_events")
+Config = namedtuple("Config", "sharing lat_unshared detached record signals gap max_events "
+                               "recycle")
 Program = namedtuple("Program", "nranks rank_ptr op dur rec_msg wait_msg wait_side wa_ptr "
                                 "wa_msg wa_side rank_end more")
 MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv unshared kind "
-                            "handler_s flow_cap eager route_ptr route_res node_of_rank gap_s")
+                            "handler_s flow_cap eager route_ptr route_res node_of_rank gap_s "
+                            "route_end okey")
 RankSt = namedtuple("RankSt", "nranks nready pc pending block_state t_block finish comp_end "
                               "comp_start comp_state hfree handler_tot h_inside paid_pc "
                               "ovh_due state_s barrier ready")
 MsgSt = namedtuple("MsgSt", "t_post_send t_post_recv t_start t_end send_waiter recv_waiter "
-                            "am_waiter bott nic_next")
+                            "am_waiter bott nic_next refs ret")
 Timers = namedtuple("Timers", "item pos t seq kind len")
 Scalars = namedtuple("Scalars", "ks kf")
 Logs = namedtuple("Logs", "states load sig")
@@ -49,12 +57,12 @@ CcState = namedtuple("CcState", (
     "free count share v_at t_at peak area busy t_chg "
     "seg g_len g_item g_pos vfin pr pb pcnt phead pkey ph_pos rnext rprev pfree rp_head "
     "ph_len ph_seg ph_item e_pair e_next e_prev stk chk_f chk_l bott ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
-    "cand_f cand_l done si sf route_ptr route_res emsg"))
+    "cand_f cand_l done si sf route_ptr route_res emsg route_end okey"))
 MmState = namedtuple("MmState", (
     "cap_full cap count peak area busy t_chg seg r_len r_item e_pos "
     "active rem rate t_upd fcap bott tfin f_item f_pos d_flag d_list r_seen rl f_seen fl "
     "cap_left users done si sf route_ptr route_res emsg "
-    "rhash hmask ht f_cls c_rep c_w c_rate c_fz c_bott c_slot"))
+    "rhash hmask ht f_cls c_rep c_w c_rate c_fz c_bott c_slot route_end okey"))
 
 #: The offsets (and sizes) of every group are also written at the head of ``I``, each
 #: group at a fixed place: a compiled function reads the few it needs from there
@@ -73,7 +81,8 @@ class Arena:
 
     :meth:`struct` takes, per field, ``("i" | "f", length, init)`` (init a scalar or an
     array of that length), ``("v", value)`` (a plain value, e.g. a size) or ``("=", kind,
-    offset, length)`` (the same slice as another field: shared inputs).
+    offset, length)`` (the same slice as another field: shared inputs) or ``("+", name,
+    delta, length)`` (a slice of field ``name`` of the same struct, ``delta`` further on).
     """
 
     def __init__(self):
@@ -92,6 +101,9 @@ class Arena:
             if f[0] == "=":
                 kind, off, n = f[1], f[2], f[3]
                 shape = None
+            elif f[0] == "+":
+                kind, off = spec[f[1]][:2]
+                off, n, shape = off + f[2], f[3], None
             else:
                 kind, n, init = f[0], f[1], f[2]
                 shape = f[3] if len(f) > 3 else None
@@ -155,14 +167,34 @@ def rank_state(A, rank_ptr, nstates):
         ready=("i", 2 * n + 4, 0))
 
 
-def msg_state(A, M, nnodes):
+def msg_state(A, M, nnodes, recycle=False):
+    K = M if recycle else 1
     return A.struct(
         MsgSt, t_post_send=("f", M, INF), t_post_recv=("f", M, INF), t_start=("f", M, INF),
         t_end=("f", M, INF), send_waiter=("i", M, -1), recv_waiter=("i", M, -1),
-        am_waiter=("i", M, -1), bott=("i", M, -1), nic_next=("f", max(nnodes, 1), 0.0))
+        am_waiter=("i", M, -1), bott=("i", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
+        refs=("i", K, 0), ret=("i", K, 0))
+
+
+Routes = namedtuple("Routes", "route_ptr route_res okey")
+
+
+def own_routes(A, route_ptr, route_res, okey=None):
+    """Lay out routes (CSR) and order keys (default: the ids) for a sharing rule's state
+    that does not share the engine's; returns the ``("=", ...)`` specs of ``route_ptr``,
+    ``route_res``, ``route_end`` (``route_ptr[1:]``, no copy) and ``okey``."""
+    M = len(route_ptr) - 1
+    if okey is None:
+        okey = np.arange(max(M, 0), dtype=np.int64)
+    A.struct(Routes, route_ptr=("i", M + 1, np.asarray(route_ptr, np.int64)),
+             route_res=("i", len(route_res), np.asarray(route_res, np.int64)),
+             okey=("i", M, okey))
+    rp = A.where(Routes, "route_ptr")
+    return rp, A.where(Routes, "route_res"), ("=", "i", rp[2] + 1, M), A.where(Routes, "okey")
 
 
 def timers(A, nslots):
+    """The timer queue: ``2 n + 2 M`` slots for n ranks and M message slots."""
     n = max(nslots, 1)
     return A.struct(Timers, item=("i", n, 0), pos=("i", n, -1), t=("f", n, INF),
                     seq=("i", n, 0), kind=("i", n, 0), len=("i", 1, 0))
