@@ -92,16 +92,16 @@ class Engine:
         Give the kernel at most this many records per rank at a time
         (:mod:`ccmod.kernel.window`, streaming); the results are bit for bit those of the
         whole program. None: the whole program at once.
+    message_sink : callable, optional
+        With ``window_records``: where each message's outputs go once its slot is
+        retired (:mod:`ccmod.kernel.slots`; default: arrays the collector reads).
     """
 
     def __init__(self, workload, msgs, nresources, capacity_Bps, background, *,
                  sharing="ccmod", send_mode="rendezvous", eager_limit_bytes=0, record=True,
                  signals=False, progress=None, node_of_rank=None, gap_s=None, bg_t_s=None,
-                 bg_resource=None, bg_load=None, window_records=None):
+                 bg_resource=None, bg_load=None, window_records=None, message_sink=None):
         from ccmod.kernel import state as ks
-        from ccmod.kernel.ccmod_rule import cc_new
-        from ccmod.kernel.codes import STATE_NAMES
-        from ccmod.kernel.maxmin import mm_new
         from ccmod.kernel.waits import resolve_waits
         from ccmod.codes import OP_NAMES
         from ccmod.sharing import SHARING_RULES
@@ -124,7 +124,7 @@ class Engine:
         if window_records is not None:
             from ccmod.kernel.window import WindowFeed
             # message ids from the incremental matcher (the static ones: a test checks)
-            self.feed = WindowFeed(w, None, int(window_records))
+            self.feed = WindowFeed(w, None, int(window_records), start=False)
             badpc = -1
         else:
             badpc, wait_msg, wait_side, wa_ptr, wa_msg, wa_side = resolve_waits(
@@ -147,69 +147,100 @@ class Engine:
         code = 1 if rule == "maxmin" else 0
         self.C = ks.Config(code, lat_unshared, send_mode == "detached",
                            bool(record), bool(signals), bool(np.any(gap > 0)),
-                           PROGRESS_EVENTS if progress is not None else -1, False)
+                           PROGRESS_EVENTS if progress is not None else -1,
+                           window_records is not None)
         if self.feed is not None:
-            self.P = self.feed.program
+            self.P = self.feed.program       # window positions, before any load
         else:
             self.P = ks.whole_program(n, w.rank_ptr, np.asarray(w.op, np.int64),
                                       np.asarray(w.duration_s, np.float64),
                                       np.asarray(msgs.rec_msg, np.int64), wait_msg, wait_side,
                                       wa_ptr, wa_msg, wa_side)
-        # the kernel's state: slices of two buffers (a compiled call then costs a few
-        # reference counts, not one per array), named tuples of offsets into them
-        A = self._arena = ks.Arena()
-        rp = np.asarray(msgs.route_ptr, np.int64)
-        rr = np.asarray(msgs.route_res, np.int64)
-        E = len(rr)
-        self.Min = A.struct(
-            ks.MsgIn, nmsg=("v", M), src=("i", M, msgs.src), dst=("i", M, msgs.dst),
-            nbytes=("i", M, msgs.nbytes), quiet=("f", M, msgs.quiet_s),
-            latency=("f", M, msgs.latency_s), o_send=("f", M, _zeros_like_msgs(msgs, "o_send_s")),
-            o_recv=("f", M, _zeros_like_msgs(msgs, "o_recv_s")), unshared=("i", M, unshared),
-            kind=("i", M, msgs.kind), handler_s=("f", M, msgs.handler_s),
-            flow_cap=("f", M, msgs.flow_cap_Bps), eager=("i", M, eager),
-            route_ptr=("i", M + 1, rp), route_res=("i", E, rr),
-            node_of_rank=("i", len(node_of_rank), node_of_rank), gap_s=("f", len(gap), gap),
-            route_end=("+", "route_ptr", 1, M), okey=("i", M, np.arange(M, dtype=np.int64)))
-        self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
-        self.Go = ks.msg_state(A, M, nnodes)
-        self.T = ks.timers(A, 2 * n + 2 * M)
-        self.Ko = ks.scalars(A)
-        self.L = ks.new_logs()
         if bg_t_s is None:
             bg_t_s, bg_resource, bg_load = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
         order = np.argsort(np.asarray(bg_t_s, np.float64), kind="stable")
-        nbg = len(order)
         bg_res = np.asarray(bg_resource, np.int64)[order]
         bg_load = np.asarray(bg_load, np.float64)[order]
         bgr = np.asarray(background, np.float64)
         if code == 0 and params.get("capacity") == "ratio":
             # free[l] = (1 - background) * capacity / quiet bandwidth: BA counts capacities
-            ratio = capacity_ratio(nresources, capacity_Bps, rp, rr, msgs.flow_cap_Bps)
+            ratio = capacity_ratio(nresources, capacity_Bps, msgs.route_ptr, msgs.route_res,
+                                   msgs.flow_cap_Bps)
             bgr = 1.0 - (1.0 - bgr) * ratio
             bg_load = 1.0 - (1.0 - bg_load) * ratio[bg_res]
-        self.BG = A.struct(ks.BgSteps, n=("v", nbg),
-                           t=("f", nbg, np.asarray(bg_t_s, np.float64)[order]),
-                           res=("i", nbg, bg_res), load=("f", nbg, bg_load))
+        self._bg = (np.asarray(bg_t_s, np.float64)[order], bg_res, bg_load)
+        self._net = (int(nresources), capacity_Bps, bgr, node_of_rank, gap, nnodes)
+        self._eager, self._unshared = eager, unshared
+        self.L = ks.new_logs()
+        self.slots = None
+        if self.feed is not None:
+            from ccmod.kernel.slots import Slots
+            self.slots = Slots(self, msgs, sink=message_sink)  # lays the state out
+            self.feed.start(self.slots.assign)
+            self.P = self.feed.program
+        else:
+            self._layout(M)
+        if code == 0 and len(self.CS.count) < nresources:
+            raise AssertionError("resource arrays too short")
+        self.nresources = nresources
+        self.signals = None
+
+    def _layout(self, S, seg_cap=None, pair_cap=None):
+        """Lay the kernel's state out for ``S`` messages (the trace's, or message slots
+        under streaming: :mod:`ccmod.kernel.slots` gives their fields and caps). The state
+        is slices of two buffers (a compiled call then costs a few reference counts, not
+        one per array) and named tuples of offsets into them."""
+        from ccmod.kernel import state as ks
+        from ccmod.kernel.ccmod_rule import cc_new
+        from ccmod.kernel.codes import STATE_NAMES
+        from ccmod.kernel.maxmin import mm_new
+        nres, capacity_Bps, bgr, node_of_rank, gap, nnodes = self._net
+        n = self.w.nranks
+        A = self._arena = ks.Arena()
+        if self.slots is not None:
+            fields, rp, rr = self.slots.msg_fields(S)
+        else:
+            msgs = self.m
+            rp = np.asarray(msgs.route_ptr, np.int64)
+            rr = np.asarray(msgs.route_res, np.int64)
+            fields = dict(
+                nmsg=("v", S), src=("i", S, msgs.src), dst=("i", S, msgs.dst),
+                nbytes=("i", S, msgs.nbytes), quiet=("f", S, msgs.quiet_s),
+                latency=("f", S, msgs.latency_s),
+                o_send=("f", S, _zeros_like_msgs(msgs, "o_send_s")),
+                o_recv=("f", S, _zeros_like_msgs(msgs, "o_recv_s")),
+                unshared=("i", S, self._unshared), kind=("i", S, msgs.kind),
+                handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
+                eager=("i", S, self._eager), route_ptr=("i", S + 1, rp),
+                route_res=("i", len(rr), rr), route_end=("+", "route_ptr", 1, S),
+                okey=("i", S, np.arange(S, dtype=np.int64)))
+        self.Min = A.struct(ks.MsgIn, node_of_rank=("i", len(node_of_rank), node_of_rank),
+                            gap_s=("f", len(gap), gap), **fields)
+        self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
+        self.Go = ks.msg_state(A, S, nnodes, self.C.recycle)
+        self.T = ks.timers(A, 2 * n + 2 * S)
+        self.Ko = ks.scalars(A)
+        t, res, load = self._bg
+        self.BG = A.struct(ks.BgSteps, n=("v", len(t)), t=("f", len(t), t),
+                           res=("i", len(t), res), load=("f", len(t), load))
         routes = tuple(A.where(ks.MsgIn, f) for f in ("route_ptr", "route_res", "route_end",
                                                        "okey"))
         empty_p, empty_r = np.zeros(1, np.int64), np.zeros(0, np.int64)
-        self.CSo = cc_new(A, nresources, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)),
-                          routes=routes if code == 0 else None)
-        self.MSo = mm_new(A, nresources, capacity_Bps, bgr,
+        code = self.C.sharing
+        caps = dict(seg_cap=seg_cap, pair_cap=pair_cap)
+        self.CSo = cc_new(A, nres, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)),
+                          routes=routes if code == 0 else None, **(caps if code == 0 else {}))
+        self.MSo = mm_new(A, nres, capacity_Bps, bgr,
                           *((rp, rr) if code == 1 else (empty_p, empty_r)),
-                          routes=routes if code == 1 else None)
+                          routes=routes if code == 1 else None, **(caps if code == 1 else {}))
         self.I, self.F = A.alloc()
         # numpy views of the same state, for Python (results, diagnostics)
+        self.Mv = A.views(ks.MsgIn, self.I, self.F)
         self.R = A.views(ks.RankSt, self.I, self.F)
         self.G = A.views(ks.MsgSt, self.I, self.F)
         self.K = A.views(ks.Scalars, self.I, self.F)
         self.CS = A.views(type(self.CSo), self.I, self.F)
         self.MS = A.views(type(self.MSo), self.I, self.F)
-        if code == 0 and len(self.CS.count) < nresources:
-            raise AssertionError("resource arrays too short")
-        self.nresources = nresources
-        self.signals = None
 
     # -- results the collector reads -------------------------------------------------
     @property
@@ -226,14 +257,20 @@ class Engine:
         ks_ = self.K.ks
         while not run_loop(*args):
             if ks_[K_STARVED]:
-                # a rank consumed its window: load its next records, resume where it stopped
-                self.feed.refill(int(ks_[K_STARVED]) - 1, self.R)
+                # a rank consumed its window: load its next records (taking the retired
+                # slots' outputs first), resume where it stopped
+                self.slots.drain()
+                self.feed.refill(int(ks_[K_STARVED]) - 1, lambda: self.R)
                 args[1] = self.P = self.feed.program
+                args[3], args[4] = self.I, self.F      # grown when the slots ran out
+                ks_ = self.K.ks
             elif self.progress is not None:
                 self.progress(int(ks_[K_RECORDS]))
         t = float(self.K.kf[0])
         if self.feed is not None and self.feed.matcher is not None:
             self.feed.matcher.finish()   # an unmatched send/recv, before any deadlock
+        if self.slots is not None:
+            self.slots.finish()          # every slot's outputs, retired or not
         finish = self.R.finish
         unfinished = np.flatnonzero(finish == INF)
         if unfinished.size:
@@ -246,8 +283,12 @@ class Engine:
     def _finish_arrays(self):
         from ccmod.kernel.record import load_arrays, signal_arrays, state_arrays
         G, R, S = self.G, self.R, self._share
-        self.t_post_send, self.t_post_recv = G.t_post_send, G.t_post_recv
-        self.t_start, self.t_end, self.bott = G.t_start, G.t_end, G.bott
+        if self.slots is not None:
+            # outputs by message id (the default sink; another sink took them already)
+            G = self.slots.sink
+        get = lambda name: getattr(G, name, None)  # noqa: E731
+        self.t_post_send, self.t_post_recv = get("t_post_send"), get("t_post_recv")
+        self.t_start, self.t_end, self.bott = get("t_start"), get("t_end"), get("bott")
         self.state_s, self.finish_s, self.handler_s = R.state_s, R.finish, R.handler_tot
         self.events = int(self.K.ks[1])
         self.records_done = int(self.K.ks[2])
@@ -271,10 +312,14 @@ class Engine:
         waits = []
         M, G = self.m, self.G
         detached = self.send_mode == "detached"
-        for m in range(len(M.nbytes)):
-            if G.send_waiter[m] == r and not (detached or G.t_end[m] < INF):
+        okey = self.Mv.okey               # slot -> message (streaming), else the identity
+        for s_ in range(len(G.t_end)):
+            m = int(okey[s_])
+            if m < 0:
+                continue
+            if G.send_waiter[s_] == r and not (detached or G.t_end[s_] < INF):
                 waits.append(f"send to {int(M.dst[m])} (tag {int(M.tag[m])}, {int(M.nbytes[m])} B)")
-            if G.recv_waiter[m] == r and G.t_end[m] == INF:
+            if G.recv_waiter[s_] == r and G.t_end[s_] == INF:
                 waits.append(f"recv from {int(M.src[m])} (tag {int(M.tag[m])})")
             if len(waits) >= 3:
                 break

@@ -22,7 +22,7 @@ def test_arena_views_and_head_agree():
     G = A.struct(MsgSt, t_post_send=("f", 3, np.inf), t_post_recv=("f", 3, 1.5),
                  t_start=("f", 3, 0.0), t_end=("f", 3, 0.0), send_waiter=("i", 3, -1),
                  recv_waiter=("i", 3, np.arange(3)), am_waiter=("i", 3, 0), bott=("i", 3, 0),
-                 nic_next=("f", 2, 0.0))
+                 nic_next=("f", 2, 0.0), refs=("i", 1, 0), ret=("i", 1, 0))
     K = A.struct(Scalars, ks=("i", 8, 0), kf=("f", 2, 0.0))
     I, F = A.alloc()
     v = A.views(MsgSt, I, F)

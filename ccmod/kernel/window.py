@@ -103,7 +103,7 @@ class WindowFeed:
         Records per rank in the kernel at once (>= 1).
     """
 
-    def __init__(self, workload, rec_msg, window: int):
+    def __init__(self, workload, rec_msg, window: int, start: bool = True):
         w = workload
         self.w = w
         n = int(w.nranks)
@@ -136,7 +136,17 @@ class WindowFeed:
         self.wa_msg = np.zeros(max(n, 1) * self.wa_cap, np.int64)
         self.wa_side = np.zeros(max(n, 1) * self.wa_cap, np.int64)
         self.loads = 0
-        for r in range(n):
+        self.assign = None
+        self.program = self._program()
+        if start:
+            self.start()
+
+    def start(self, assign=None) -> None:
+        """Load every rank's first window. ``assign(r, g0, g1, ids)``, if given, turns the
+        message ids of rank r's records ``[g0, g1)`` into the kernel's message indices
+        (slots, :mod:`ccmod.kernel.slots`); without it the ids are the indices."""
+        self.assign = assign
+        for r in range(int(self.w.nranks)):
             self._load(r)
         self.program = self._program()
 
@@ -175,6 +185,8 @@ class WindowFeed:
             ids = self.matcher.ids(r, g0, g1)
         else:
             ids = self.rec_msg[g0:g1]
+        if self.assign is not None:
+            ids = self.assign(r, g0, g1, ids)
         k = _fill_rank(self.out, r, *self.src, ids, g0, g1, pc0, self.op, self.dur, self.msg,
                        self.wait_msg, self.wait_side, self.wa_ptr, self.wa_msg, self.wa_side,
                        r * self.wa_cap)
@@ -192,8 +204,11 @@ class WindowFeed:
 
     def refill(self, r: int, R) -> None:
         """Load rank r's next window (it consumed the last one); ``R`` the rank-state views
-        (its program counter restarts at the window's start)."""
+        (its program counter restarts at the window's start), or a callable giving them
+        after the load (the state may be laid out again when slots run out)."""
         self._load(r)
+        if callable(R):
+            R = R()
         R.pc[r] = r * self.stride
         R.paid_pc[r] = -1        # positions are reused: no send of the new window is paid
         self.program = self._program()   # the pool may have been reallocated

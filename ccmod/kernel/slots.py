@@ -1,0 +1,337 @@
+"""Message slots: a streamed run's per-message arrays sized by what is in flight.
+
+Under streaming (:mod:`ccmod.kernel.window`) the kernel's message index ``m`` is a *slot*,
+not the message id: a message gets a slot when the first of its records (send or receive
+side; an active-message request gets two adjacent slots, request and reply) is loaded
+into a window, and gives it back once nothing can read it any more. The kernel counts the
+slot's readers (``MsgSt.refs``: its send and receive records until posted, each wait on
+it until passed, the transfer until it ends) and lists the slots whose count fell to 0 in
+``MsgSt.ret`` (an active-message pair when the reply's handler ended). Between two calls
+of the kernel (:meth:`Slots.drain`, before any window is loaded) their outputs go to the
+*message sink* and the slots to the free lists.
+
+``okey[m]`` is the slot's message id, the order every tie between messages is broken by
+(equal keys in the group and flow heaps, the sorted candidate and done lists), so a
+streamed run is bit for bit the whole program's, whatever slot a message lands in.
+
+Sizes grow, never per message: the slot arrays double when the free lists run dry, and a
+resource's heap segments (:func:`ccmod.kernel.heaps.resource_segments`) grow when the
+route entries of the live slots crossing it could exceed them (``cross``). Each growth
+lays the whole state out again (:meth:`ccmod.engine.Engine._layout`) and copies it over
+(:func:`_transfer`): slot, entry and pair indices keep their meaning.
+
+The message sink is any callable ``sink(msg_id, t_post_send_s, t_post_recv_s, t_start_s,
+t_end_s, bottleneck)`` taking arrays (one row per retired message, in no particular
+order); :class:`MessageTimes` (the default) fills whole-trace arrays for the collector, a
+streaming writer appends them to its output instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict
+
+import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
+from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND
+from ccmod.kernel.codes import K_NRET
+
+INF = np.inf
+#: slots a streamed run starts with (doubled when they run out)
+INITIAL_SLOTS = 64
+#: heap entries per resource a streamed run starts with (grown as routes need)
+INITIAL_SEGMENT = 4
+#: the fields of :class:`ccmod.kernel.state.MsgIn` a slot takes from its message
+INPUTS = (("src", "src"), ("dst", "dst"), ("nbytes", "nbytes"), ("quiet", "quiet_s"),
+          ("latency", "latency_s"), ("o_send", "o_send_s"), ("o_recv", "o_recv_s"),
+          ("kind", "kind"), ("handler_s", "handler_s"), ("flow_cap", "flow_cap_Bps"))
+
+
+@njit(cache=True)
+def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, k):
+    """Slots of the records' message ids ``ids[i0:]`` into ``out`` (-1: no message).
+
+    A message seen for the first time takes a slot (``free1``, else half of a pair of
+    ``free2``) with 3 references (send record, receive record, transfer); its second side
+    finds it in ``idmap``; an isend/irecv adds one (its wait). An active-message request
+    takes a pair (request, reply). New slots and their ids go to ``new_s`` / ``new_id``
+    from ``k``. Returns ``(i, k)``: i = len(ids) when done, else the record that needs
+    more slots (grow, call again from i).
+    """
+    for i in range(i0, len(ids)):
+        m = ids[i]
+        o = op[i]
+        out[i] = -1
+        if m < 0:
+            continue
+        if o == OP_AMREQUEST:
+            if top[1] == 0:
+                return i, k
+            top[1] -= 1
+            s = free2[top[1]]
+            refs[s] = 0
+            refs[s + 1] = 0
+            new_s[k] = s
+            new_id[k] = m
+            new_s[k + 1] = s + 1
+            new_id[k + 1] = m + 1
+            k += 2
+        else:
+            if m in idmap:
+                s = idmap[m]
+                del idmap[m]
+            else:
+                if top[0] == 0:
+                    if top[1] == 0:
+                        return i, k
+                    top[1] -= 1
+                    s = free2[top[1]]
+                    free1[0] = s + 1
+                    top[0] = 1
+                else:
+                    top[0] -= 1
+                    s = free1[top[0]]
+                idmap[m] = s
+                refs[s] = 3
+                new_s[k] = s
+                new_id[k] = m
+                k += 1
+            if o == OP_ISEND or o == OP_IRECV:
+                refs[s] += 1
+        out[i] = s
+    return len(ids), k
+
+
+@njit(cache=True)
+def _new_idmap():
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
+
+
+class MessageTimes:
+    """The default message sink: whole-trace arrays indexed by message id."""
+
+    def __init__(self, nmsg: int):
+        self.t_post_send = np.full(nmsg, INF)
+        self.t_post_recv = np.full(nmsg, INF)
+        self.t_start = np.full(nmsg, INF)
+        self.t_end = np.full(nmsg, INF)
+        self.bott = np.full(nmsg, -1, np.int64)
+
+    def __call__(self, msg_id, t_post_send_s, t_post_recv_s, t_start_s, t_end_s, bottleneck):
+        self.t_post_send[msg_id] = t_post_send_s
+        self.t_post_recv[msg_id] = t_post_recv_s
+        self.t_start[msg_id] = t_start_s
+        self.t_end[msg_id] = t_end_s
+        self.bott[msg_id] = bottleneck
+
+
+class Slots:
+    """Slot allocation, growth and retirement for an :class:`ccmod.engine.Engine` fed by
+    windows; lays the engine's state out for its first slots.
+
+    Parameters
+    ----------
+    engine : ccmod.engine.Engine
+        Its ``_layout(S, seg_cap, pair_cap)`` lays the state out; views are read back
+        from it (``Mv``, ``G``, ``K``).
+    msgs : ccmod.compile.Messages
+        The messages' inputs and routes, read by message id when a slot is given.
+    slots : int, optional
+        Initial number of slots (doubled when they run out; default
+        :data:`INITIAL_SLOTS`).
+    sink : callable, optional
+        Where retired messages' outputs go (default :class:`MessageTimes`).
+    """
+
+    def __init__(self, engine, msgs, slots: int | None = None, sink=None):
+        self.eng = engine
+        self.msgs = msgs
+        self.nmsg = len(msgs.nbytes)
+        rp = np.asarray(msgs.route_ptr, np.int64)
+        self.rp, self.rr = rp, np.asarray(msgs.route_res, np.int64)
+        self.H = max(int(np.diff(rp).max()) if len(rp) > 1 else 1, 1)
+        self.inputs = [(a, np.asarray(getattr(msgs, b))) for a, b in INPUTS
+                       if getattr(msgs, b, None) is not None and len(getattr(msgs, b))]
+        self.inputs += [("unshared", engine._unshared), ("eager", engine._eager)]
+        self.sink = MessageTimes(self.nmsg) if sink is None else sink
+        self.R = int(engine._net[0])
+        self.cross = np.zeros(self.R, np.int64)      # route entries of live slots, per resource
+        self.seg_cap = np.full(self.R, INITIAL_SEGMENT, np.int64)
+        self.idmap = _new_idmap()
+        slots = INITIAL_SLOTS if slots is None else int(slots)
+        S = max(2, slots + slots % 2)
+        self.S = 0
+        self.free1 = np.zeros(0, np.int64)
+        self.free2 = np.zeros(0, np.int64)
+        self.top = np.zeros(2, np.int64)
+        self.live = np.zeros(0, np.bool_)
+        self._more_slots(S)
+        engine.slots = self
+        engine._layout(self.S, self.seg_cap, self._pair_cap())
+        self.peak = 0                                # most slots live at once
+
+    # -- layout -------------------------------------------------------------------------
+    def _pair_cap(self):
+        return np.minimum(self.seg_cap * max(self.H - 1, 0), self.R)
+
+    def msg_fields(self, S):
+        """The :class:`~ccmod.kernel.state.MsgIn` fields of ``S`` empty slots (routes at a
+        fixed stride ``H``), and the ``(route_ptr, route_res)`` the rules are laid out with."""
+        H = self.H
+        rp = np.arange(S + 1, dtype=np.int64) * H
+        rr = np.zeros(S * H, np.int64)
+        f = {a: ("f" if a in ("quiet", "latency", "o_send", "o_recv", "handler_s") else "i",
+                 S, 0) for a, _ in INPUTS}
+        f.update(unshared=("i", S, 0), eager=("i", S, 0), flow_cap=("f", S, INF))
+        f.update(nmsg=("v", self.nmsg), route_ptr=("i", S + 1, rp), route_res=("i", S * H, 0),
+                 route_end=("i", S, rp[:-1]), okey=("i", S, -1))
+        return f, rp, rr
+
+    def _more_slots(self, S_new):
+        """Free lists for slots ``[S, S_new)`` (as pairs; a single slot splits one)."""
+        old = self.S
+        f1 = np.zeros(S_new, np.int64)
+        f1[:old] = self.free1[:old]
+        f2 = np.zeros(S_new // 2, np.int64)
+        n2 = int(self.top[1])
+        f2[:n2] = self.free2[:n2]
+        new_pairs = np.arange(S_new - 2, old - 1, -2, dtype=np.int64)   # lowest on top
+        f2[n2:n2 + len(new_pairs)] = new_pairs
+        self.top[1] = n2 + len(new_pairs)
+        self.free1, self.free2 = f1, f2
+        live = np.zeros(S_new, np.bool_)
+        live[:old] = self.live
+        self.live = live
+        self.S = S_new
+
+    def _grow(self, S_new=None):
+        """Lay the engine's state out again (more slots and/or larger segments)."""
+        eng = self.eng
+        if S_new is not None:
+            self._more_slots(S_new)
+        old = (eng._arena, eng.I, eng.F)
+        eng._layout(self.S, self.seg_cap, self._pair_cap())
+        _transfer(old, (eng._arena, eng.I, eng.F))
+
+    # -- the feed's side ----------------------------------------------------------------
+    def assign(self, r, g0, g1, ids):
+        """Slots of rank r's records ``[g0, g1)`` with message ids ``ids`` (the window
+        being loaded); new slots get their message's inputs and route."""
+        op = self.eng.feed.src[0][g0:g1]
+        ids = np.asarray(ids, np.int64)
+        out = np.full(len(ids), -1, np.int64)
+        new_s = np.zeros(2 * len(ids), np.int64)
+        new_id = np.zeros(2 * len(ids), np.int64)
+        i, k = 0, 0
+        while True:
+            i, k = _assign(op, ids, i, out, self.idmap, self.free1, self.free2, self.top,
+                           self.eng.G.refs, new_s, new_id, k)
+            if i == len(ids):
+                break
+            self._grow(2 * self.S)
+        if k:
+            self._fill(new_s[:k], new_id[:k])
+        return out
+
+    def _entries(self, slots):
+        """(entry index, resource) of the slots' route entries (kernel layout)."""
+        Mv = self.eng.Mv
+        lo = Mv.route_ptr[slots]
+        hops = Mv.route_end[slots] - lo
+        e = np.repeat(lo - np.cumsum(hops) + hops, hops) + np.arange(int(hops.sum()))
+        return e, Mv.route_res[e]
+
+    def _fill(self, ns, ni):
+        eng = self.eng
+        Mv, G = eng.Mv, eng.G
+        for name, col in self.inputs:
+            getattr(Mv, name)[ns] = col[ni]
+        hops = self.rp[ni + 1] - self.rp[ni]
+        base = ns * self.H
+        for h in range(int(hops.max()) if len(hops) else 0):
+            sel = hops > h
+            Mv.route_res[base[sel] + h] = self.rr[self.rp[ni[sel]] + h]
+        Mv.route_end[ns] = base + hops
+        Mv.okey[ns] = ni
+        for name in ("t_post_send", "t_post_recv", "t_start", "t_end"):
+            getattr(G, name)[ns] = INF
+        for name in ("send_waiter", "recv_waiter", "am_waiter", "bott"):
+            getattr(G, name)[ns] = -1
+        self.live[ns] = True
+        self.peak = max(self.peak, int(np.count_nonzero(self.live)))
+        _, res = self._entries(ns)
+        self.cross += np.bincount(res, minlength=self.R)[:self.R]
+        over = self.cross > self.seg_cap
+        if over.any():
+            self.seg_cap[over] = np.maximum(self.cross[over], 2 * self.seg_cap[over])
+            self._grow()
+
+    def drain(self):
+        """Hand the retired slots' outputs to the sink and free the slots."""
+        eng = self.eng
+        ks = eng.K.ks
+        n = int(ks[K_NRET])
+        if n == 0:
+            return
+        ret = eng.G.ret[:n].copy()
+        ks[K_NRET] = 0
+        self._out(ret)
+        kind = eng.Mv.kind[ret]
+        singles = ret[kind == 0]
+        pairs = ret[kind == 1]
+        t1, t2 = int(self.top[0]), int(self.top[1])
+        self.free1[t1:t1 + len(singles)] = singles
+        self.free2[t2:t2 + len(pairs)] = pairs
+        self.top[0] += len(singles)
+        self.top[1] += len(pairs)
+        _, res = self._entries(ret)
+        self.cross -= np.bincount(res, minlength=self.R)[:self.R]
+        self.live[ret] = False
+
+    def _out(self, slots):
+        G = self.eng.G
+        self.sink(self.eng.Mv.okey[slots], G.t_post_send[slots], G.t_post_recv[slots],
+                  G.t_start[slots], G.t_end[slots], G.bott[slots])
+
+    def finish(self):
+        """After the run: the outputs of every slot, retired or still live (a request
+        never waited on, a deadlock)."""
+        self.drain()
+        live = np.flatnonzero(self.live)
+        if len(live):
+            self._out(live)
+
+
+def _transfer(old, new):
+    """Copy the kernel state of arena ``old`` into the larger ``new`` (both ``(arena, I,
+    F)``): slot, entry and pair indices keep their place, per-resource heap segments move
+    to their new offsets, the pair free list gains the new pairs."""
+    from ccmod.kernel.ccmod_rule import N_PF
+    from ccmod.kernel.state import HEADER, CcState, MmState
+    (A0, I0, F0), (A1, I1, F1) = old, new
+    segs = {CcState: (("g_item", "seg", "g_len"), ("ph_item", "ph_seg", "ph_len")),
+            MmState: (("r_item", "seg", "r_len"),)}
+    skip = {"seg", "ph_seg", "ht", "pfree", "g_item", "ph_item", "r_item"}
+    for cls in HEADER:
+        if cls not in A0.spec:
+            continue
+        a, b = A0.views(cls, I0, F0), A1.views(cls, I1, F1)
+        for name in cls._fields:
+            if A0.spec[cls][name][0] == "v":
+                continue
+            if cls in segs and name in skip:
+                continue
+            x, y = getattr(a, name), getattr(b, name)
+            k = min(len(x), len(y))
+            y[:k] = x[:k]
+        for item, seg, ln in segs.get(cls, ()):
+            xi, yi = getattr(a, item), getattr(b, item)
+            s0, s1, lens = getattr(a, seg), getattr(b, seg), getattr(a, ln)
+            for r in np.flatnonzero(lens):
+                c = int(lens[r])
+                yi[s1[r]:s1[r] + c] = xi[s0[r]:s0[r] + c]
+        if cls is CcState:
+            nf = int(a.si[N_PF])
+            np0, np1 = len(a.pr), len(b.pr)
+            b.pfree[:nf] = a.pfree[:nf]
+            b.pfree[nf:nf + np1 - np0] = np.arange(np0, np1, dtype=np.int64)
+            b.si[N_PF] = nf + np1 - np0
