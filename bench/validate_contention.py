@@ -12,8 +12,8 @@ takes ~3 s for a fabric's whole streams part since issue 10), so split long runs
 ``--only``, ``--fabric`` and ``--sharing``.
 
 For each cluster, one model is fitted from that cluster's own calibration benchmarks only
-(ping-pong; osu_bw / osu_mbw_mr streams; the intra-node one-pair IMB Uniband table and the
-node's aggregate copy bandwidth from the intra-node IMB Biband tables; the osu_bibw /
+(ping-pong; osu_bw / osu_mbw_mr / IMB Uniband streams: one pair's rate and the node's;
+the intra-node one-pair IMB Uniband table and the node's aggregate copy bandwidth from the intra-node IMB Biband tables; the osu_bibw /
 osu_bw ratio for the NIC duplex factor), on one star at the NIC's nominal rate,
 and nothing is tuned per experiment. Then every measured experiment is rebuilt from its job
 description (ranks, ranks per node, block placement, or the calibration machinefile: one
@@ -105,11 +105,15 @@ def fit_fabric(real: Path, folder: str, jobs: dict) -> tuple[object, str, list[s
     notes = []
     pp = _out(base / "omb/Osu_latency") or _out(base / "imb/IMB_PingPong")
     rep = fit_files([pp])
+    # every stream benchmark of the fabric: OSU (osu_bw one pair, osu_mbw_mr 32 / all
+    # pairs) and IMB Uniband (one pair; the -npmin 1 run's largest table: all pairs across
+    # the two nodes); they disagree on Intel MPI and the fit takes their geometric mean
     streams = [f for f in (_out(base / "omb/Osu_bw"), _out(base / "omb/Osu_mbw_mr__32"),
-                           _out(base / "omb/Osu_mbw_mr_1_0")) if f]
-    if not streams:
-        streams = [f for f in (_out(base / "imb/IMB_Uniband__1"),) if f]
+                           _out(base / "omb/Osu_mbw_mr_1_0"), _out(base / "imb/IMB_Uniband__1"),
+                           _out(base / "imb/IMB_Uniband_1_0")) if f]
     st = stream_summary(streams) if streams else None
+    if st:
+        notes += st["notes"]
     intra_file = _out(base / "imb/IMB_Uniband_0_5")
     it = intra_summary([intra_file], options=ReadOptions(processes=2)) if intra_file else None
     # the node's aggregate copy bandwidth: IMB Biband tables whose pairs all sit in one node
@@ -205,7 +209,7 @@ def streams(real: Path, sharings, rows, quick=False, parts=("streams", "intranod
         if fabrics and fab not in fabrics:
             continue
         model, duplex, _ = fit_fabric(real, folder, jobs)
-        nic = model.stream_bandwidth_Bps or nominal
+        nic = model.nic_bandwidth_Bps or model.stream_bandwidth_Bps or nominal
         net = (f"star:bandwidth={nominal:g},latency=0,duplex={duplex},nic_bandwidth={nic:g},"
                "intra=shared")
         base = real / HPC / folder

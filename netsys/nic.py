@@ -23,6 +23,14 @@ NIC (``duplex=``, a parameter common to every network)
     A message from node ``s`` to node ``d`` adds the sending side of ``s`` and the receiving
     side of ``d`` to its route.
 
+Per-rank injection (with any NIC model, from the cost model)
+    When the cost model says one pair streams slower than the node's NIC
+    (``stream_bandwidth_Bps`` < ``nic_bandwidth_Bps``, fitted from one-pair and multi-pair
+    streams: alaska Intel MPI IB, one pair 10.2 GB/s, 2+ pairs 12.4 GB/s), every rank's
+    network messages also cross one injection resource of that rank at one pair's rate:
+    one rank streaming a window of messages gets one pair's rate, several ranks of a node
+    share the NIC.
+
 Intra-node copy (``intra=``)
     ``free`` (default)
         Messages between ranks of one node use no resource (a fixed latency + bandwidth).
@@ -52,7 +60,8 @@ COMMON_PARAMS = {
     "duplex": "NIC model: none (links only), full (inject + eject per node), half (one "
               "resource per node for sends and receives), or a factor X > 0 (one resource of "
               "X * nic_bandwidth shared by the node's sends and receives)",
-    "nic_bandwidth": "NIC bandwidth of one direction in bytes/s (default: the capacity of "
+    "nic_bandwidth": "NIC bandwidth of one direction in bytes/s (default: the cost model's "
+                     "nic_bandwidth_Bps, fitted from multi-pair streams, else the capacity of "
                      "the node's first link)",
     "intra": "intra-node messages: free (no shared resource) or shared (one memory-copy "
              "resource per node, plus one per receiving rank at the one-pair bandwidth)",
@@ -142,17 +151,23 @@ class NodeResources:
         self.copy_cap = np.full(self.n_copy, np.inf)
         self.n_rank = 0                              # receiving-rank copy resources
         self.rank_cap = np.zeros(0)
+        #: one pair's streaming rate when it is below the NIC's (None = no per-rank resource)
+        self.inject_Bps = None
+        self.n_inject = 0                            # sending-rank injection resources
 
     @property
     def nextra(self) -> int:
-        return self.n_nic + self.n_copy + self.n_rank
+        return self.n_nic + self.n_copy + self.n_rank + self.n_inject
 
     def set_ranks(self, nranks: int) -> None:
-        """One copy resource per rank (``intra=shared`` only): the receiver's core."""
+        """One copy resource per rank (``intra=shared`` only): the receiver's core; one
+        injection resource per rank when a pair streams slower than the NIC."""
         if self.n_copy:
             self.n_rank = int(nranks)
             fill = self.rank_cap[0] if self.rank_cap.size else np.inf
             self.rank_cap = np.full(self.n_rank, fill)
+        if self.inject_Bps is not None and self.n_nic:
+            self.n_inject = int(nranks)
 
     def set_intra_bandwidth(self, bandwidth_Bps: float,
                             aggregate_Bps: float | None = None) -> None:
@@ -163,7 +178,14 @@ class NodeResources:
         self.rank_cap = np.full(self.n_rank, float(bandwidth_Bps))
 
     def capacity_Bps(self) -> np.ndarray:
-        return np.concatenate([self.nic_cap, self.copy_cap, self.rank_cap])
+        return np.concatenate([self.nic_cap, self.copy_cap, self.rank_cap,
+                               np.full(self.n_inject, float(self.inject_Bps or 0.0))])
+
+    def rank_inject_resource(self, ranks) -> np.ndarray | None:
+        """Resource ids of the given sending ranks' injection resources (None without)."""
+        if self.n_inject == 0:
+            return None
+        return self.base + self.n_nic + self.n_copy + self.n_rank + np.asarray(ranks, np.int64)
 
     def rank_copy_resource(self, ranks) -> np.ndarray | None:
         """Resource ids of the given receiving ranks' copy resources (None without them)."""
@@ -205,7 +227,9 @@ class NodeResources:
             return f"nic{k}/shared"
         if k < self.n_nic + self.n_copy:
             return f"copy{k - self.n_nic}/intra"
-        return f"rank{k - self.n_nic - self.n_copy}/copy"
+        if k < self.n_nic + self.n_copy + self.n_rank:
+            return f"rank{k - self.n_nic - self.n_copy}/copy"
+        return f"rank{k - self.n_nic - self.n_copy - self.n_rank}/inject"
 
 
 def first_hop_capacity(network, node: int) -> float:
