@@ -238,7 +238,8 @@ class Engine:
                           routes=routes if code == 0 else None, **(caps if code == 0 else {}))
         self.MSo = mm_new(A, nres, capacity_Bps, bgr,
                           *((rp, rr) if code == 1 else (empty_p, empty_r)),
-                          routes=routes if code == 1 else None, **(caps if code == 1 else {}))
+                          routes=routes if code == 1 else None,
+                          **({"seg_cap": seg_cap} if code == 1 else {}))
         self.I, self.F = A.alloc()
         # numpy views of the same state, for Python (results, diagnostics)
         self.Mv = A.views(ks.MsgIn, self.I, self.F)

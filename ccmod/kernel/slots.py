@@ -306,11 +306,12 @@ def _transfer(old, new):
     F)``): slot, entry and pair indices keep their place, per-resource heap segments move
     to their new offsets, the pair free list gains the new pairs."""
     from ccmod.kernel.ccmod_rule import N_PF
+    from ccmod.kernel.mm_classes import N_FREE
     from ccmod.kernel.state import HEADER, CcState, MmState
     (A0, I0, F0), (A1, I1, F1) = old, new
     segs = {CcState: (("g_item", "seg", "g_len"), ("ph_item", "ph_seg", "ph_len")),
             MmState: (("r_item", "seg", "r_len"),)}
-    skip = {"seg", "ph_seg", "ht", "pfree", "g_item", "ph_item", "r_item"}
+    skip = {"seg", "ph_seg", "ht", "pfree", "c_free", "g_item", "ph_item", "r_item"}
     for cls in HEADER:
         if cls not in A0.spec:
             continue
@@ -335,3 +336,18 @@ def _transfer(old, new):
             b.pfree[:nf] = a.pfree[:nf]
             b.pfree[nf:nf + np1 - np0] = np.arange(np0, np1, dtype=np.int64)
             b.si[N_PF] = nf + np1 - np0
+        if cls is MmState:
+            # free class ids: the new ones below the old (popped only after them, as in a
+            # whole-program run); live classes hashed again at the new table's mask
+            nf = int(a.si[N_FREE])
+            n0, n1 = len(a.c_free), len(b.c_free)
+            b.c_free[:n1 - n0] = np.arange(n1 - 1, n0 - 1, -1, dtype=np.int64)
+            b.c_free[n1 - n0:n1 - n0 + nf] = a.c_free[:nf]
+            b.si[N_FREE] = nf + n1 - n0
+            hm = int(b.hmask)
+            for c in np.flatnonzero(a.c_rep >= 0):
+                h = int(b.c_hash[c]) & hm
+                while b.ht[h] != 0:
+                    h = (h + 1) & hm
+                b.ht[h] = c + 1
+                b.c_slot[c] = h
