@@ -15,21 +15,25 @@ a request posted windows earlier. A ``waitall``'s list index is its own window p
 its entries live in the rank's part of a shared pool (grown when a window needs more).
 
 Message ids come from the incremental matcher (:mod:`ccmod.kernel.matcher`, the same ids
-as the static matching of :mod:`ccmod.compile`) or from the static matching. What is not
-windowed yet: the per-message arrays (sized by the trace's message count; ~400 B per record
-of a send/recv trace, most of the memory). The plan for them, in order:
+as the static matching of :mod:`ccmod.compile`) or from the static matching; the engine
+turns them into *slots* as each window is loaded (``start(assign)``,
+:mod:`ccmod.kernel.slots`): the kernel's per-message arrays (inputs, times, waiters, the
+sharing rules' state, routes at a fixed stride ending at ``route_end``) hold the messages
+in flight, each slot recycled once both its sides posted, every wait on it passed and it
+ended; ``okey[m]``, the message id, breaks every tie between messages, so results stay bit
+for bit. Per-resource heap segments grow with the live slots crossing the resource.
+Retired slots' outputs go to a message sink (``Engine(message_sink=...)``).
 
-1. message *slots* recycled when both sides and every wait on them ran and the message
-   ended; the matcher's id becomes the slot's *order key*, and every tie the kernel breaks
-   by message id (the group and flow heaps' equal keys, the sorted candidate and done
-   lists) compares keys instead, so results stay bit for bit (a key array equal to the
-   ids keeps the whole-program path unchanged);
-2. routes per slot at a fixed stride with a ``route_end`` (the rules read
-   ``route_ptr[m + 1]`` today); per-resource heap segments grown by the engine when the
-   live slots crossing a resource could exceed them;
-3. per-message costs computed per batch of matched messages (the vectorised part of
-   :func:`ccmod.compile.compile_messages`), records read per rank from Parquet batches,
-   retired slots' outputs appended to a Parquet stream writer.
+The source side is small on purpose: :class:`WindowFeed` reads a rank's next ``n`` records
+as arrays (``op``, ``duration_s``, ``req`` for the waits; the matcher also ``peer``,
+``tag``, ``nbytes``) from ``[next[r], next[r] + n)`` of the workload's columns; a source
+that produces per-rank record batches (Parquet) only has to give those columns.
+
+Still sized by the trace: the records' columns the feed and matcher index, and the
+messages' costs and routes (:func:`ccmod.compile.compile_messages`, whole trace), which
+the slots copy from by message id. Next: compute them per batch of matched messages (the
+vectorised part of ``compile_messages``) when a window is loaded, and read the records
+per rank from Parquet batches.
 """
 from __future__ import annotations
 
