@@ -32,7 +32,7 @@ def make_network(spec: str, nodes_needed: int | None,
     ----------
     spec : str
         ``NAME[:key=value,...]``, e.g. ``"star"``, ``"fattree2:spines=4,route=smodk"``.
-        Every network also takes ``duplex=``, ``nic_bandwidth=`` and ``intra=``
+        Every network also takes ``duplex=``, ``nic_bandwidth=``, ``connection=`` and ``intra=``
         (:mod:`ccmod.netsys.nic`).
     nodes_needed : int or None
         Number of nodes the run uses (max mapped node + 1, see
@@ -73,7 +73,7 @@ def make_network(spec: str, nodes_needed: int | None,
     if cost is not None and not (isinstance(cost, str) and cost.strip().lower() in
                                  ("none", "default")):
         model = load_cost(cost)
-    if nic["nic_bandwidth"] is None and nic["duplex"] != "none":
+    if nic["nic_bandwidth"] is None and (nic["duplex"] != "none" or nic["connection"] != "none"):
         # a model fitted on multi-pair streams knows the node's NIC rate
         nic["nic_bandwidth"] = getattr(model, "nic_bandwidth_Bps", None)
     net.configure_nodes(**nic)
