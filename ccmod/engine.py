@@ -239,7 +239,11 @@ class Engine:
         self.MSo = mm_new(A, nres, capacity_Bps, bgr,
                           *((rp, rr) if code == 1 else (empty_p, empty_r)),
                           routes=routes if code == 1 else None,
-                          **({"seg_cap": seg_cap} if code == 1 else {}))
+                          **({"seg_cap": seg_cap,
+                              # classes: the messages' distinct (route, cap) pairs, or
+                              # at most one per slot under streaming
+                              "flow_cap": None if self.slots is not None
+                              else self.m.flow_cap_Bps} if code == 1 else {}))
         self.I, self.F = A.alloc()
         # numpy views of the same state, for Python (results, diagnostics)
         self.Mv = A.views(ks.MsgIn, self.I, self.F)
