@@ -62,6 +62,24 @@ def capacity_ratio(nresources, capacity_Bps, route_ptr, route_res, flow_cap_Bps)
     return out
 
 
+#: Messages fields the arena holds as exact copies (same dtype): (Messages name, MsgIn name)
+_SHARED_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "o_send"),
+                  ("o_recv_s", "o_recv"), ("handler_s", "handler_s"),
+                  ("flow_cap_Bps", "flow_cap"), ("nbytes", "nbytes"), ("route_ptr", "route_ptr"))
+
+
+def _share_inputs(msgs, views):
+    """Point ``msgs``' fields at the kernel's read-only copies of them (``views``, numpy
+    views of the arena) when they are the same dtype: one copy of each in memory, not two.
+    The kernel never writes its message inputs; the views are made read-only to keep it so.
+    """
+    for name, field in _SHARED_INPUTS:
+        a, v = getattr(msgs, name, None), getattr(views, field)
+        if isinstance(a, np.ndarray) and a.dtype == v.dtype and a.shape == v.shape:
+            v.flags.writeable = False
+            setattr(msgs, name, v)
+
+
 class Engine:
     """Evaluate one workload on one network.
 
@@ -159,7 +177,7 @@ class Engine:
         # reference counts, not one per array), named tuples of offsets into them
         A = self._arena = ks.Arena()
         rp = np.asarray(msgs.route_ptr, np.int64)
-        rr = np.asarray(msgs.route_res, np.int64)
+        rr = msgs.route_res          # int32: copied into the int64 arena as it is
         E = len(rr)
         self.Min = A.struct(
             ks.MsgIn, nmsg=("v", M), src=("i", M, msgs.src), dst=("i", M, msgs.dst),
@@ -198,6 +216,7 @@ class Engine:
                           *((rp, rr) if code == 1 else (empty_p, empty_r)),
                           routes=routes if code == 1 else None)
         self.I, self.F = A.alloc()
+        _share_inputs(msgs, A.views(ks.MsgIn, self.I, self.F))
         # numpy views of the same state, for Python (results, diagnostics)
         self.R = A.views(ks.RankSt, self.I, self.F)
         self.G = A.views(ks.MsgSt, self.I, self.F)
