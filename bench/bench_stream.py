@@ -1,11 +1,14 @@
-"""Streaming benchmark: the whole program vs the windowed feed, records/s and peak memory.
+"""Streaming benchmark: whole program, windowed feed and ``--stream``: records/s, peak memory.
 
-``python bench/bench_stream.py --records 1e6 1e7 [--window 4096]`` writes a random-pairs
-trace (64 ranks, one blocking send or recv per rank per round, sizes 1-256 KiB, ccmod's
-Parquet layout; vectorised, so 1e7 records take seconds), then runs each size in a fresh
-process twice, ``ccmod.run(trace, star, record=False)`` and the same with
-``window_records=W``, and prints records/s (records over the engine's wall time, warm JIT)
-and the process's peak RSS (VmHWM). Both runs must give the same makespan.
+``python bench/bench_stream.py --records 1e6 1e7 [--window 4096] [--modes whole,stream]``
+writes a random-pairs trace (64 ranks, one blocking send or recv per rank per round,
+sizes 1-256 KiB) in ccmod's streaming Parquet layout, rank by rank and one row group at a
+time (:func:`random_pairs_parquet`: 1e8 records without holding them), then runs each size
+in a fresh process per mode and prints records/s (records over the engine's wall time,
+warm JIT), the whole process's seconds and its peak RSS (VmHWM). Modes: ``whole``
+(``ccmod.run(trace, star, record=False)``), ``window`` (the same with
+``window_records=W``), ``stream`` (:func:`ccmod.streaming.run_streamed`, tables streamed
+to a run directory). Every mode must give the same makespan.
 """
 from __future__ import annotations
 
@@ -21,33 +24,56 @@ ROOT = Path(__file__).resolve().parent.parent
 STAR = "star:bandwidth=1e8,latency=1e-6"
 
 
-def random_pairs_parquet(path: Path, P: int, nrec: int, seed: int = 1) -> int:
-    """Write ``nrec`` records (rounded to whole rounds) of random pairs; return the count."""
+def _mix(x):
+    """splitmix64 finaliser (uint64 arrays): a counter-based random stream."""
     import numpy as np
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def random_pairs_parquet(path: Path, P: int, nrec: int, seed: int = 1) -> int:
+    """Write ``nrec`` records (rounded to whole rounds) of random pairs; return the count.
+
+    Round k pairs rank r with ``r ^ s_k`` (``s_k`` random in 1..P-1, P a power of two);
+    which side sends and the size (1-256 KiB) come from a hash of (seed, k, pair), so each
+    rank's records are computed on their own: the file is written rank by rank, one row
+    group at a time (the streaming layout), in memory bounded by a group, whatever nrec.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from ccmod.atomic import atomic_path
     from ccmod.codes import OP_RECV, OP_SEND
-    from ccmod.workloads.base import Workload
-    from ccmod.workloads.tabular import write_parquet
-    rng = np.random.default_rng(seed)
+    from ccmod.workloads.tabular import COLUMNS, parquet_metadata, stream_group_rows
+    if P < 2 or P & (P - 1):
+        raise SystemExit("ranks must be a power of two")
     K = max(1, nrec // P)
-    perm = np.argsort(rng.random((K, P)), axis=1)
-    a, c = perm[:, 0::2], perm[:, 1::2]
-    flip = rng.random(a.shape) < 0.5
-    a, c = np.where(flip, c, a), np.where(flip, a, c)
-    size = (2 ** rng.uniform(10, 18, size=a.shape)).astype(np.int64)
-    k = np.broadcast_to(np.arange(K)[:, None], a.shape)
-    op = np.empty((P, K), np.int8)
-    peer = np.empty((P, K), np.int32)
-    nbytes = np.empty((P, K), np.int64)
-    op[a, k], peer[a, k], nbytes[a, k] = OP_SEND, c, size
-    op[c, k], peer[c, k], nbytes[c, k] = OP_RECV, a, size
-    n = P * K
-    w = Workload(nranks=P, rank_ptr=np.arange(P + 1, dtype=np.int64) * K, op=op.ravel(),
-                 peer=peer.ravel(), tag=np.zeros(n, np.int32), nbytes=nbytes.ravel(),
-                 duration_s=np.zeros(n), req=np.full(n, -1, np.int64),
-                 line=np.zeros(n, np.int64), file_id=np.zeros(n, np.int32),
-                 files=["random_pairs"], meta={"format": "generated"})
-    write_parquet(w, path)
-    return n
+    s_k = np.random.default_rng(seed).integers(1, P, size=K, dtype=np.int64)
+    rows = stream_group_rows(P)
+    schema = pa.schema([(c, pa.from_numpy_dtype(dt)) for c, dt in COLUMNS]).with_metadata(
+        parquet_metadata(P, ["random_pairs"], {"format": "generated"}))
+    with atomic_path(path) as tmp:
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+            for r in range(P):
+                for k0 in range(0, K, rows):
+                    k = np.arange(k0, min(K, k0 + rows), dtype=np.int64)
+                    peer = r ^ s_k[k]
+                    lo = np.minimum(peer, r)
+                    h = _mix((np.uint64(seed) << np.uint64(48)) ^ (k.astype(np.uint64) *
+                                                                   np.uint64(P) + lo.astype(np.uint64)))
+                    send = (r == lo) == ((h & np.uint64(1)) == 0)
+                    u = (h >> np.uint64(11)).astype(np.float64) / 2.0 ** 53
+                    m = len(k)
+                    cols = {"rank": np.full(m, r, np.int32),
+                            "op": np.where(send, OP_SEND, OP_RECV).astype(np.int8),
+                            "peer": peer.astype(np.int32), "tag": np.zeros(m, np.int32),
+                            "nbytes": (2 ** (10 + 8 * u)).astype(np.int64),
+                            "duration_s": np.zeros(m), "req": np.full(m, -1, np.int64),
+                            "line": k + 1, "file_id": np.zeros(m, np.int32)}
+                    out.write_table(pa.table(cols, schema=schema), row_group_size=m)
+    return P * K
 
 
 def _peak_rss() -> int:
@@ -57,10 +83,15 @@ def _peak_rss() -> int:
     return 0
 
 
-def _child(trace: str, window: int | None) -> None:
+def _child(trace: str, mode: str, window: int, out: str) -> None:
     from ccmod.api import run
     t0 = time.perf_counter()
-    r = run(trace, STAR, record=False, window_records=window)
+    if mode == "stream":
+        from ccmod.streaming import run_streamed
+        r = run_streamed(trace, STAR, window=window, out_dir=out)
+    else:
+        r = run(trace, STAR, record=False,
+                window_records=window if mode == "window" else None)
     print(json.dumps({"records": r.records, "engine_s": r.wall_s,
                       "whole_s": time.perf_counter() - t0, "makespan_s": r.makespan_s.hex(),
                       "peak_MB": _peak_rss() / 2**20}))
@@ -70,11 +101,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=float, nargs="+", default=[1e6])
     ap.add_argument("--window", type=int, default=4096)
+    ap.add_argument("--modes", default="whole,stream", help="whole, window, stream")
     ap.add_argument("--workdir", default="/tmp/ccmod-bench-stream")
-    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _child(a.child[0], None if a.child[1] == "none" else int(a.child[1]))
+        _child(a.child[0], a.child[1], int(a.child[2]), a.child[3])
         return
     d = Path(a.workdir)
     d.mkdir(parents=True, exist_ok=True)
@@ -83,16 +115,20 @@ def main() -> None:
     for nrec in a.records:
         trace = d / f"random64_{int(nrec)}.parquet"
         if not trace.exists():
+            t0 = time.perf_counter()
             random_pairs_parquet(trace, 64, int(nrec))
+            print(f"(wrote {trace} in {time.perf_counter() - t0:.1f} s, "
+                  f"{trace.stat().st_size / 2**20:.0f} MB)", flush=True)
         spans = set()
-        for mode in ("none", str(a.window)):
-            p = subprocess.run([sys.executable, __file__, "--child", str(trace), mode],
+        for mode in a.modes.split(","):
+            p = subprocess.run([sys.executable, __file__, "--child", str(trace), mode,
+                                str(a.window), str(d / f"out_{int(nrec)}")],
                                capture_output=True, text=True, env=env)
             if p.returncode:
                 raise SystemExit(p.stderr[-3000:])
             r = json.loads(p.stdout.strip().splitlines()[-1])
             spans.add(r["makespan_s"])
-            label = "whole" if mode == "none" else f"window {mode}"
+            label = mode if mode == "whole" else f"{mode} {a.window}"
             print(f"| {r['records']:,} | {label} | {r['records'] / r['engine_s']:,.0f} | "
                   f"{r['whole_s']:.1f} | {r['peak_MB']:.0f} |", flush=True)
         if len(spans) != 1:

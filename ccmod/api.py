@@ -58,7 +58,7 @@ def load_network(spec, nodes_needed: int, cost=None, background=None):
 
 def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), out_dir=None,
         record: bool | None = None, progress=None, bounds: bool = False,
-        window_records: int | None = None, **option_values):
+        window_records: int | None = None, on_pause=None, **option_values):
     """Predict the communication of a trace on a network.
 
     Parameters
@@ -94,6 +94,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     window_records : int, optional
         Feed the kernel at most this many records per rank at a time (streaming,
         :mod:`ccmod.kernel.window`); results are identical to the whole-program run.
+    on_pause : callable, optional
+        ``on_pause(engine)`` at every kernel pause of the main run (see
+        :class:`ccmod.engine.Engine`; the streamed run drains recordings there).
 
     Returns
     -------
@@ -178,7 +181,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
                       send_mode=send_mode, eager_limit_bytes=int(eager_limit_bytes),
                       record=record if main else False, signals=signals if main else False,
                       progress=progress if main else None, node_of_rank=node_of_rank,
-                      gap_s=msgs.gap_s, window_records=window_records, **kw)
+                      gap_s=msgs.gap_s, window_records=window_records,
+                      on_pause=on_pause if main else None, **kw)
 
     from ccmod.bounds import bounds_makespans, run_engine
     if not bg.constant:

@@ -123,6 +123,8 @@ def register(app: typer.Typer) -> None:
         report: Optional[Path] = typer.Option(None, help="Write tables and report.html into this folder."),
         background_levels: Optional[str] = typer.Option(None, help="With --report: knee capacity at these background levels, e.g. 0,0.3."),
         progress: bool = typer.Option(True, help="Progress bar on a terminal."),
+        stream: bool = typer.Option(False, "--stream", help="Run a ccmod Parquet trace (streaming layout: ccmod convert writes it) in per-rank windows; with --out the tables are written as the run goes (no link_load table)."),
+        window: Optional[int] = typer.Option(None, "--window", help="With --stream: records per rank in the kernel at once (default 4096)."),
     ):
         """Predict the communication of TRACE on a network (CCMOD event-horizon engine)."""
         from ccmod.api import load_workload, run
@@ -135,7 +137,16 @@ def register(app: typer.Typer) -> None:
                           compute_rate=compute_rate, compute_scale=compute_scale, cost=cost,
                           background=background, mapping=map_, fmt=fmt, collectives=collective,
                           intra_latency_s=intra_latency, intra_bandwidth_Bps=intra_bandwidth)
-        w = load_workload(trace, **opts.load_kwargs())
+        if window is not None and not stream:
+            raise CcmodInputError("--window needs --stream", source="--window")
+        if stream:
+            from ccmod.streaming import check_stream_options
+            from ccmod.workloads.parquet_stream import open_stream_source
+            check_stream_options(report=report, debug=debug, background=background,
+                                 sinks=[s.strip() for s in (sink or "").split(",") if s.strip()])
+            w = open_stream_source(trace, fmt, compute_scale)   # the footer only
+        else:
+            w = load_workload(trace, **opts.load_kwargs())
         if background_levels:
             from ccmod.reporting import parse_levels
             parse_levels(background_levels)      # fail before a long run, not after
@@ -156,13 +167,18 @@ def register(app: typer.Typer) -> None:
         stale = _files_in(out_dir) + (_files_in(report) if report not in (None, out) else [])
         prog, cb = progress_bar(w.nrecords, "evaluating", "records", enabled=progress and not json_,
                                 min_total=50_000)
+        if stream:
+            from ccmod.streaming import run_streamed
+            run_ = lambda _w, *a, sinks, **k: run_streamed(trace, *a, window=window, **k)  # noqa: E731
+        else:
+            run_ = run
         t_start = time.time()
         from ccmod.kernel import cache_is_cold
         # the first run after an install compiles the kernels inside the engine's time
         cold = cache_is_cold()
         try:
-            result = run(w, network, opts, sinks=sinks, out_dir=out_dir, progress=cb,
-                         bounds=bounds)
+            result = run_(w, network, opts, sinks=sinks, out_dir=out_dir, progress=cb,
+                          bounds=bounds)
         finally:
             if prog is not None:
                 prog.stop()

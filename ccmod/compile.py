@@ -233,22 +233,31 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     route_res = table.resources[np.repeat(starts, hops) + offs].astype(np.int32)
     nodes = getattr(network, "node_resources", None)
     rank_res = nodes.rank_copy_resource(dst) if nodes is not None and M else None
-    if rank_res is not None:
+    inj_res = nodes.rank_inject_resource(src) if nodes is not None and M else None
+    hops_cost = hops    # the per-rank resources below add no per-hop latency
+    if rank_res is not None or inj_res is not None:
         # intra=shared: a message inside a node also uses its receiving rank's copy
-        # resource (one core copies at the one-pair rate), appended to its route
-        add = (sn == dn) & (hops > 0)
+        # resource (one core copies at the one-pair rate); a network message, when one
+        # pair streams slower than the NIC, its sending rank's injection resource;
+        # either is appended to its route
+        add_copy = (sn == dn) & (hops > 0) if rank_res is not None else np.zeros(M, bool)
+        add_inj = (sn != dn) & (hops > 0) if inj_res is not None else np.zeros(M, bool)
+        add = add_copy | add_inj
         hops2 = hops + add
         ptr2 = np.zeros(M + 1, np.int64)
         np.cumsum(hops2, out=ptr2[1:])
         res2 = np.empty(ptr2[-1], np.int32)
         res2[np.repeat(ptr2[:-1], hops) + offs] = route_res
-        res2[ptr2[1:][add] - 1] = rank_res[add]
+        if rank_res is not None:
+            res2[ptr2[1:][add_copy] - 1] = rank_res[add_copy]
+        if inj_res is not None:
+            res2[ptr2[1:][add_inj] - 1] = inj_res[add_inj]
         hops, route_ptr, route_res = hops2.astype(hops.dtype), ptr2, res2
     lat = table.latency_s[pinv] if M else np.zeros(0)
     bw = table.bandwidth_Bps[pinv] if M else np.zeros(0)
     cost = network.cost
-    quiet = np.asarray(cost.quiet_s(nbytes, lat, bw, hops), float) if M else np.zeros(0)
-    latency = np.asarray(cost.latency_s(nbytes, lat, bw, hops), float) if M else np.zeros(0)
+    quiet = np.asarray(cost.quiet_s(nbytes, lat, bw, hops_cost), float) if M else np.zeros(0)
+    latency = np.asarray(cost.latency_s(nbytes, lat, bw, hops_cost), float) if M else np.zeros(0)
     latency = np.minimum(latency, quiet)
     # max-min: bytes flow over link capacities; a fitted model's own bandwidth caps the flow
     if hasattr(cost, "bandwidth_Bps") and M:

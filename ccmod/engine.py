@@ -110,12 +110,16 @@ class Engine:
         Give the kernel at most this many records per rank at a time
         (:mod:`ccmod.kernel.window`, streaming); the results are bit for bit those of the
         whole program. None: the whole program at once.
+    on_pause : callable, optional
+        ``on_pause(engine)`` whenever the kernel pauses (a window refill, every
+        :data:`PROGRESS_EVENTS` horizons) and once at the end, before the results are
+        gathered: a streamed run drains the recordings there (``engine.L``).
     """
 
     def __init__(self, workload, msgs, nresources, capacity_Bps, background, *,
                  sharing="ccmod", send_mode="rendezvous", eager_limit_bytes=0, record=True,
                  signals=False, progress=None, node_of_rank=None, gap_s=None, bg_t_s=None,
-                 bg_resource=None, bg_load=None, window_records=None):
+                 bg_resource=None, bg_load=None, window_records=None, on_pause=None):
         from ccmod.kernel import state as ks
         from ccmod.kernel.ccmod_rule import cc_new
         from ccmod.kernel.codes import STATE_NAMES
@@ -132,6 +136,7 @@ class Engine:
         self.send_mode = send_mode
         self.record = record
         self.progress = progress
+        self.on_pause = on_pause
         n = w.nranks
         M = len(msgs.nbytes)
         bad = np.flatnonzero((w.op < 0) | (w.op >= len(OP_NAMES)))
@@ -165,7 +170,8 @@ class Engine:
         code = 1 if rule == "maxmin" else 0
         self.C = ks.Config(code, lat_unshared, send_mode == "detached",
                            bool(record), bool(signals), bool(np.any(gap > 0)),
-                           PROGRESS_EVENTS if progress is not None else -1)
+                           PROGRESS_EVENTS if progress is not None or on_pause is not None
+                           else -1)
         if self.feed is not None:
             self.P = self.feed.program
         else:
@@ -248,6 +254,10 @@ class Engine:
                 args[1] = self.P = self.feed.program
             elif self.progress is not None:
                 self.progress(int(ks_[K_RECORDS]))
+            if self.on_pause is not None:
+                self.on_pause(self)
+        if self.on_pause is not None:
+            self.on_pause(self)
         t = float(self.K.kf[0])
         if self.feed is not None and self.feed.matcher is not None:
             self.feed.matcher.finish()   # an unmatched send/recv, before any deadlock

@@ -135,6 +135,9 @@ class RunResult:
     bounds: dict | None = None
     #: measured next to predicted (timestamped traces; see ccmod.trace_notes), else None
     measured: dict | None = None
+    #: a streamed run (ccmod.streaming): ``{"messages": n, "bytes": b}`` of the tables
+    #: written, which the summary counts instead of the messages table
+    streamed: dict | None = None
 
     def column(self, table: str, name: str) -> np.ndarray:
         """Column ``name`` of table ``table`` as an array, without building a DataFrame."""
@@ -174,6 +177,8 @@ class RunResult:
 
     @property
     def messages_count(self) -> int:
+        if self.streamed is not None:
+            return int(self.streamed["messages"])
         return self.table_len("messages")
 
     @property
@@ -215,7 +220,9 @@ class RunResult:
             "compute": dict(self.options.get("compute", {"unit": "seconds"})),
             "nothing_to_predict": self.options.get("nothing_to_predict"),
             "measured": self.options.get("measured"),
-            "bytes": int(self.column("messages", "nbytes").sum()) if self.messages_count else 0,
+            "bytes": (int(self.streamed["bytes"]) if self.streamed is not None else
+                      int(self.column("messages", "nbytes").sum()) if self.messages_count
+                      else 0),
             "busiest_link": None if busiest is None else {
                 "name": str(busiest["name"]), "peak_active": int(busiest["peak_active"]),
                 "mean_active": float(busiest["mean_active"]), "bytes": int(busiest["bytes"])},

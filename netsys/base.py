@@ -97,18 +97,18 @@ class Network:
         return 2 * self.nlinks + extra
 
     def configure_nodes(self, duplex="none", nic_bandwidth=None, intra: str = "free",
-                        copy_bandwidth=None) -> None:
-        """Append NIC and intra-node copy resources (see :mod:`ccmod.netsys.nic`)."""
+                        copy_bandwidth=None, connection="none") -> None:
+        """Append NIC, connection and intra-node copy resources (:mod:`ccmod.netsys.nic`)."""
         from ccmod.netsys.nic import NodeResources, first_hop_capacity
-        if duplex == "none" and intra == "free":
+        if duplex == "none" and intra == "free" and connection == "none":
             self.node_resources = None
             return
-        if nic_bandwidth is None and duplex != "none":
+        if nic_bandwidth is None and (duplex != "none" or connection != "none"):
             nic = [first_hop_capacity(self, n) for n in range(self.nnodes)]
         else:
             nic = 0.0 if nic_bandwidth is None else float(nic_bandwidth)
         self.node_resources = NodeResources(self.nnodes, 2 * self.nlinks, duplex, nic, intra,
-                                            copy_bandwidth)
+                                            copy_bandwidth, connection)
 
     def set_intra_bandwidth(self, bandwidth_Bps: float, aggregate_Bps=None) -> None:
         """Capacity of the copy resources (no-op without ``intra=shared``)."""

@@ -55,6 +55,9 @@ class CostModel:
     intra_o_send_s = 0.0
     #: rate bytes flow at when messages stream (None = the segment bandwidths)
     stream_bandwidth_Bps = None
+    #: a node's NIC rate when several pairs stream (None = unknown): the default
+    #: ``nic_bandwidth`` of a network with a NIC model
+    nic_bandwidth_Bps = None
 
     def overheads_s(self, nbytes, same_node=None):
         """(o_send, o_recv): CPU time charged to the sending / receiving rank per message.
@@ -187,6 +190,8 @@ class PiecewiseLinearCost(CostModel):
         self.gap_s = num(extra.get("gap_s", 0.0), "gap_s")
         sb = extra.get("stream_bandwidth_Bps")
         self.stream_bandwidth_Bps = None if sb is None else num(sb, "stream_bandwidth_Bps", lo=1.0)
+        nb = extra.get("nic_bandwidth_Bps")
+        self.nic_bandwidth_Bps = None if nb is None else num(nb, "nic_bandwidth_Bps", lo=1.0)
         ov = extra.get("overheads")
         self.ov_min_bytes = np.zeros(1)
         self.ov = np.zeros((1, 4))   # o_send a + b*n, o_recv a + b*n per segment

@@ -9,8 +9,12 @@ Each benchmark identifies one part (LogGP-like, as SimGrid SMPI's ``smpi/os``, `
 ping-pong (osu_latency, IMB PingPong, SimGrid calibration)
     the piecewise-linear quiet time ``T(n)`` (segments, degenerate ones merged).
 streams (osu_bw, osu_mbw_mr, IMB Uniband)
-    ``stream_bandwidth_Bps``: the plateau of the streaming bandwidth (the rate bytes flow
-    at when messages share a resource; the rest of ``T(n)`` becomes the latency phase);
+    ``stream_bandwidth_Bps``: one pair's plateau of the streaming bandwidth (the rate a
+    message's bytes flow at; the rest of ``T(n)`` becomes the latency phase);
+    ``nic_bandwidth_Bps``: the highest plateau of any stream, when several pairs together
+    stream faster than one (alaska Intel MPI: one pair 10.2 GB/s, 2+ pairs 12.4 GB/s): the
+    node's NIC rate, which networks with a NIC model (``duplex=``) take as their default
+    ``nic_bandwidth``;
     ``gap_s``: the NIC gap, the smallest per-message time of any multi-pair stream of small
     messages (all senders on one node: the node's highest message rate; 0 = no limit when
     only one-pair streams are given, as one pair is limited by its own overheads); ``o_send_s`` +
@@ -34,6 +38,7 @@ fitted on, and a run warns about larger messages.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -63,34 +68,63 @@ def _pairs_of(path) -> int:
     return 1
 
 
+def _geomean(values) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
 def stream_summary(paths, fmt: str = "auto", options: ReadOptions | None = None) -> dict:
-    """Plateau bandwidth, smallest per-message time and single-pair small-message time."""
+    """Streaming rates of a node and of one pair, from several stream benchmarks at once.
+
+    Returns a dict with ``stream_bandwidth_Bps`` (one pair's plateau: the rate one message
+    stream's bytes flow at), ``nic_bandwidth_Bps`` (the highest plateau of any stream: what
+    the node's NIC carries when several pairs stream), ``gap_s`` (smallest per-message time
+    of a multi-pair small-message stream), ``o_send_s`` (one pair's small-message time),
+    ``max_bytes`` and ``notes``. When several one-pair benchmarks are given (osu_bw,
+    osu_mbw_mr with one pair, IMB Uniband with two processes), one pair's values are their
+    geometric mean, so the model errs by the same ratio on each; a note names inputs that
+    disagree by more than 1.5x (alaska Intel MPI: OSU 0.74 us, IMB 0.29 us per message).
+    """
     opts = options or ReadOptions()
-    plateau, tmin, single, top = [], [], [], 0
+    plateau, tmin, single, pair_plateau, top = [], [], [], [], 0
     for p in paths:
         m = read_measurements(p, fmt, opts)
         if m.kind != "throughput":
             raise CcmodInputError(f"{m.format} is not a streaming benchmark", source=str(p),
                                   hint="--stream takes osu_bw / osu_mbw_mr / IMB Uniband output")
         n, t = m.nbytes.astype(float), m.one_way_s
+        one = _pairs_of(p) == 1
         big = n >= PLATEAU_BYTES
         if big.any():
             plateau.append(float(np.median(n[big] / t[big])))
+            if one:
+                pair_plateau.append((str(p), plateau[-1]))
         small = (n > 0) & (n <= SMALL_BYTES)
         if small.any():
-            if _pairs_of(p) == 1:
+            if one:
                 # one pair is limited by its CPU overheads, not by the node's NIC: its
                 # time is o_send + o_recv; the gap needs several pairs on one node
-                single.append(float(np.median(t[small])))
+                single.append((str(p), float(np.median(t[small]))))
             else:
                 tmin.append(float(np.min(t[small])))
         top = max(top, int(n.max()))
     if not plateau:
         raise CcmodInputError(f"no stream size >= {PLATEAU_BYTES} bytes to measure the streaming "
                               "bandwidth", source=", ".join(map(str, paths)))
-    return {"stream_bandwidth_Bps": float(np.max(plateau)),
+    notes = []
+    for what, vals, unit, scale in (("one pair's small-message time", single, "us", 1e6),
+                                    ("one pair's stream plateau", pair_plateau, "GB/s", 1e-9)):
+        v = [x for _, x in vals]
+        if len(v) > 1 and max(v) > 1.5 * min(v):
+            notes.append(f"the stream inputs disagree on {what} ("
+                         + ", ".join(f"{Path(f).name}: {x * scale:.3g} {unit}" for f, x in vals)
+                         + f"): the model takes their geometric mean {_geomean(v) * scale:.3g} "
+                         f"{unit}")
+    nic = float(np.max(plateau))
+    return {"stream_bandwidth_Bps": _geomean([x for _, x in pair_plateau]) if pair_plateau
+            else nic, "nic_bandwidth_Bps": nic,
             "gap_s": float(min(tmin)) if tmin else 0.0,
-            "o_send_s": float(np.median(single)) if single else 0.0, "max_bytes": top}
+            "o_send_s": _geomean([x for _, x in single]) if single else 0.0,
+            "max_bytes": top, "notes": notes}
 
 
 def intra_summary(paths, fmt: str = "auto", options: ReadOptions | None = None) -> dict:
@@ -172,6 +206,10 @@ def combine(model: PiecewiseLinearCost, stream: dict | None = None, intra: dict 
         bs = stream["stream_bandwidth_Bps"]
         d["stream_bandwidth_Bps"] = bs
         d["gap_s"] = stream["gap_s"]
+        nic = stream.get("nic_bandwidth_Bps")
+        if nic is not None and nic > bs:
+            # several pairs together stream faster than one: the node's NIC rate
+            d["nic_bandwidth_Bps"] = float(nic)
         hi = d.get("fitted_range", [0, None])[1]
         if hi is not None and stream["max_bytes"] > hi:
             # beyond the ping-pong: continue T(hi) at the streaming bandwidth
@@ -189,6 +227,13 @@ def combine(model: PiecewiseLinearCost, stream: dict | None = None, intra: dict 
     if intra:
         d["intra"] = {k: float(v) for k, v in intra.items()}
     return PiecewiseLinearCost.from_dict(d, source=model.source)
+
+
+def _stream_note(st: dict) -> str:
+    return (f"streams: one pair's bandwidth plateau {st['stream_bandwidth_Bps'] / 1e9:.4g} GB/s, "
+            f"node (NIC) plateau {st['nic_bandwidth_Bps'] / 1e9:.4g} GB/s, NIC gap "
+            f"{st['gap_s'] * 1e9:.4g} ns/message, one pair's small-message time "
+            f"{st['o_send_s'] * 1e9:.4g} ns (o_send + o_recv)")
 
 
 def fit_model(pingpong, stream=(), intra=(), *, fmt: str = "auto",
@@ -209,9 +254,8 @@ def fit_model(pingpong, stream=(), intra=(), *, fmt: str = "auto",
     it = intra_summary(intra, fmt, options) if intra else None
     rep.model = combine(rep.model, st, it, rng)
     if st:
-        rep.notes.append(f"streams: bandwidth plateau {st['stream_bandwidth_Bps'] / 1e9:.4g} GB/s, "
-                         f"NIC gap {st['gap_s'] * 1e9:.4g} ns/message, single-pair small-message "
-                         f"time {st['o_send_s'] * 1e9:.4g} ns (o_send)")
+        rep.notes.append(_stream_note(st))
+        rep.notes.extend(st["notes"])
     if it:
         rep.notes.append("intra-node: " + ", ".join(f"{k} {v:.4g}" for k, v in it.items()))
     return rep
@@ -233,9 +277,8 @@ def extend_report(report, stream=(), intra=(), intra_processes: int | None = Non
         return report
     report.model = combine(report.model, st, it, rng)
     if st:
-        report.notes.append(
-            f"streams: bandwidth plateau {st['stream_bandwidth_Bps'] / 1e9:.4g} GB/s, NIC gap "
-            f"{st['gap_s'] * 1e9:.4g} ns/message, o_send {st['o_send_s'] * 1e9:.4g} ns")
+        report.notes.append(_stream_note(st))
+        report.notes.extend(st["notes"])
     if it:
         report.notes.append("intra-node: " + ", ".join(f"{k} {v:.4g}" for k, v in it.items()))
     return report

@@ -32,7 +32,7 @@ def make_network(spec: str, nodes_needed: int | None,
     ----------
     spec : str
         ``NAME[:key=value,...]``, e.g. ``"star"``, ``"fattree2:spines=4,route=smodk"``.
-        Every network also takes ``duplex=``, ``nic_bandwidth=`` and ``intra=``
+        Every network also takes ``duplex=``, ``nic_bandwidth=``, ``connection=`` and ``intra=``
         (:mod:`ccmod.netsys.nic`).
     nodes_needed : int or None
         Number of nodes the run uses (max mapped node + 1, see
@@ -69,10 +69,21 @@ def make_network(spec: str, nodes_needed: int | None,
     if need is not None and net.nnodes < need:
         raise CcmodInputError(f"network '{name}' has {net.nnodes} nodes but the run needs {need}",
                               source=SRC, hint="use a bigger network or --map")
-    net.configure_nodes(**nic)
+    model = None
     if cost is not None and not (isinstance(cost, str) and cost.strip().lower() in
                                  ("none", "default")):
-        net.set_cost(load_cost(cost))
+        model = load_cost(cost)
+    if nic["nic_bandwidth"] is None and (nic["duplex"] != "none" or nic["connection"] != "none"):
+        # a model fitted on multi-pair streams knows the node's NIC rate
+        nic["nic_bandwidth"] = getattr(model, "nic_bandwidth_Bps", None)
+    net.configure_nodes(**nic)
+    if model is not None:
+        net.set_cost(model)
+        one = getattr(model, "stream_bandwidth_Bps", None)
+        node = getattr(model, "nic_bandwidth_Bps", None)
+        if net.node_resources is not None and one and node and one < node:
+            # one pair streams slower than the NIC: a per-rank injection resource
+            net.node_resources.inject_Bps = float(one)
     if background is not None:
         net.set_background(background)
     return net

@@ -23,6 +23,27 @@ NIC (``duplex=``, a parameter common to every network)
     A message from node ``s`` to node ``d`` adds the sending side of ``s`` and the receiving
     side of ``d`` to its route.
 
+Per-rank injection (with any NIC model, from the cost model)
+    When the cost model says one pair streams slower than the node's NIC
+    (``stream_bandwidth_Bps`` < ``nic_bandwidth_Bps``, fitted from one-pair and multi-pair
+    streams: alaska Intel MPI IB, one pair 10.2 GB/s, 2+ pairs 12.4 GB/s), every rank's
+    network messages also cross one injection resource of that rank at one pair's rate:
+    one rank streaming a window of messages gets one pair's rate, several ranks of a node
+    share the NIC.
+
+Connection (``connection=``, a parameter common to every network)
+    ``none`` (default)
+        No per-connection resource.
+    ``half``, or a float X
+        One resource per pair of nodes carries both directions of the traffic between
+        them (X times ``nic_bandwidth``; ``half`` = 1): one connection (a TCP socket
+        progressed by one thread, as Open MPI's TCP transport) alternates between its two
+        directions. A Sendrecv with the same partner then takes 2x a one-way send while
+        crossed pairs (each node sends to one node and receives from another) are only
+        limited by the NIC model: taurus 10 GbE measures 2.0x and 1.4x, which no per-node
+        resource can give both (every node has one send and one receive in both tests).
+        Allowed up to 2048 nodes (one resource per node pair).
+
 Intra-node copy (``intra=``)
     ``free`` (default)
         Messages between ranks of one node use no resource (a fixed latency + bandwidth).
@@ -46,14 +67,19 @@ import numpy as np
 from ccmod.errors import CcmodInputError
 
 SRC = "--network"
+#: most nodes ``connection=`` accepts (it adds nnodes * (nnodes - 1) / 2 resources)
+MAX_CONNECTION_NODES = 2048
 
 #: parameters every network accepts in addition to its own (name -> one-line doc)
 COMMON_PARAMS = {
     "duplex": "NIC model: none (links only), full (inject + eject per node), half (one "
               "resource per node for sends and receives), or a factor X > 0 (one resource of "
               "X * nic_bandwidth shared by the node's sends and receives)",
-    "nic_bandwidth": "NIC bandwidth of one direction in bytes/s (default: the capacity of "
+    "nic_bandwidth": "NIC bandwidth of one direction in bytes/s (default: the cost model's "
+                     "nic_bandwidth_Bps, fitted from multi-pair streams, else the capacity of "
                      "the node's first link)",
+    "connection": "per node pair: none, or half / a factor X (one resource of X * "
+                  "nic_bandwidth per pair of nodes carrying both directions between them)",
     "intra": "intra-node messages: free (no shared resource) or shared (one memory-copy "
              "resource per node, plus one per receiving rank at the one-pair bandwidth)",
     "copy_bandwidth": "aggregate intra-node copy bandwidth of a node in bytes/s (intra=shared; "
@@ -72,11 +98,12 @@ def split_common(raw: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
 def parse_common(raw: dict[str, str]) -> dict[str, object]:
     """Typed values of the common parameters (``duplex`` is a str or a float factor)."""
     out: dict[str, object] = {"duplex": "none", "nic_bandwidth": None, "intra": "free",
-                              "copy_bandwidth": None}
+                              "copy_bandwidth": None, "connection": "none"}
     for key, text in raw.items():
         text = str(text).strip()
-        if key == "duplex":
-            if text in ("none", "full", "half"):
+        if key in ("duplex", "connection"):
+            words = ("none", "full", "half") if key == "duplex" else ("none", "half")
+            if text in words:
                 out[key] = text
             else:
                 try:
@@ -84,9 +111,9 @@ def parse_common(raw: dict[str, str]) -> dict[str, object]:
                 except ValueError:
                     x = float("nan")
                 if not (math.isfinite(x) and 0 < x <= 1e3):
-                    raise CcmodInputError(f"parameter 'duplex={text}' must be none, full, half "
-                                          "or a factor > 0", source=SRC,
-                                          hint="e.g. duplex=1.5: both directions together "
+                    raise CcmodInputError(f"parameter '{key}={text}' must be "
+                                          f"{', '.join(words)} or a factor > 0", source=SRC,
+                                          hint=f"e.g. {key}=1.5: both directions together "
                                                "carry 1.5x one direction")
                 out[key] = x
         elif key in ("nic_bandwidth", "copy_bandwidth"):
@@ -121,7 +148,7 @@ class NodeResources:
     """
 
     def __init__(self, nnodes: int, base: int, duplex, nic_bandwidth_Bps, intra: str = "free",
-                 copy_bandwidth_Bps: float | None = None):
+                 copy_bandwidth_Bps: float | None = None, connection="none"):
         self.nnodes = int(nnodes)
         self.copy_bandwidth_Bps = copy_bandwidth_Bps
         self.base = int(base)
@@ -138,21 +165,45 @@ class NodeResources:
             factor = 1.0 if duplex == "half" else float(duplex)
             self.n_nic = self.nnodes                 # one shared resource per node
             self.nic_cap = nic * factor
+        self.connection = connection
+        if connection == "none":
+            self.n_conn = 0
+            self.conn_cap = np.zeros(0)
+        else:
+            if self.nnodes > MAX_CONNECTION_NODES:
+                raise CcmodInputError(f"connection={connection} needs one resource per node "
+                                      f"pair: at most {MAX_CONNECTION_NODES} nodes, the network "
+                                      f"has {self.nnodes}", source=SRC)
+            factor = 1.0 if connection == "half" else float(connection)
+            self.n_conn = self.nnodes * (self.nnodes - 1) // 2
+            # pair (a < b): one direction's NIC rate of the lower node, times the factor
+            a = np.repeat(np.arange(self.nnodes), np.arange(self.nnodes - 1, -1, -1))
+            self.conn_cap = nic[a] * factor
         self.n_copy = self.nnodes if intra == "shared" else 0
         self.copy_cap = np.full(self.n_copy, np.inf)
         self.n_rank = 0                              # receiving-rank copy resources
         self.rank_cap = np.zeros(0)
+        #: one pair's streaming rate when it is below the NIC's (None = no per-rank resource)
+        self.inject_Bps = None
+        self.n_inject = 0                            # sending-rank injection resources
 
     @property
     def nextra(self) -> int:
-        return self.n_nic + self.n_copy + self.n_rank
+        return self.n_nic + self.n_conn + self.n_copy + self.n_rank + self.n_inject
+
+    @property
+    def _copy_base(self) -> int:
+        return self.base + self.n_nic + self.n_conn
 
     def set_ranks(self, nranks: int) -> None:
-        """One copy resource per rank (``intra=shared`` only): the receiver's core."""
+        """One copy resource per rank (``intra=shared`` only): the receiver's core; one
+        injection resource per rank when a pair streams slower than the NIC."""
         if self.n_copy:
             self.n_rank = int(nranks)
             fill = self.rank_cap[0] if self.rank_cap.size else np.inf
             self.rank_cap = np.full(self.n_rank, fill)
+        if self.inject_Bps is not None and self.n_nic:
+            self.n_inject = int(nranks)
 
     def set_intra_bandwidth(self, bandwidth_Bps: float,
                             aggregate_Bps: float | None = None) -> None:
@@ -163,13 +214,20 @@ class NodeResources:
         self.rank_cap = np.full(self.n_rank, float(bandwidth_Bps))
 
     def capacity_Bps(self) -> np.ndarray:
-        return np.concatenate([self.nic_cap, self.copy_cap, self.rank_cap])
+        return np.concatenate([self.nic_cap, self.conn_cap, self.copy_cap, self.rank_cap,
+                               np.full(self.n_inject, float(self.inject_Bps or 0.0))])
+
+    def rank_inject_resource(self, ranks) -> np.ndarray | None:
+        """Resource ids of the given sending ranks' injection resources (None without)."""
+        if self.n_inject == 0:
+            return None
+        return self._copy_base + self.n_copy + self.n_rank + np.asarray(ranks, np.int64)
 
     def rank_copy_resource(self, ranks) -> np.ndarray | None:
         """Resource ids of the given receiving ranks' copy resources (None without them)."""
         if self.n_rank == 0:
             return None
-        return self.base + self.n_nic + self.n_copy + np.asarray(ranks, np.int64)
+        return self._copy_base + self.n_copy + np.asarray(ranks, np.int64)
 
     def send_side(self, node: int) -> int | None:
         if self.n_nic == 0:
@@ -184,7 +242,15 @@ class NodeResources:
     def copy_resource(self, node: int) -> int | None:
         if self.n_copy == 0:
             return None
-        return self.base + self.n_nic + node
+        return self._copy_base + node
+
+    def connection_resource(self, a: int, b: int) -> int | None:
+        """The resource of the connection between nodes ``a`` and ``b`` (None without)."""
+        if self.n_conn == 0:
+            return None
+        a, b = min(a, b), max(a, b)
+        n = self.nnodes
+        return self.base + self.n_nic + a * n - a * (a + 1) // 2 + (b - a - 1)
 
     def extend_route(self, src: int, dst: int, resources: list[int]) -> list[int]:
         """The route of a message from node ``src`` to ``dst`` with its node resources."""
@@ -192,9 +258,11 @@ class NodeResources:
             c = self.copy_resource(src)
             return [] if c is None else [c]
         s, d = self.send_side(src), self.recv_side(dst)
+        c = self.connection_resource(src, dst)
+        out = list(resources) if c is None else list(resources) + [c]
         if s is None:
-            return resources
-        return [s] + list(resources) + [d]
+            return out
+        return [s] + out + [d]
 
     def resource_name(self, k: int) -> str:
         """Name of extra resource ``k`` (0-based after the link directions)."""
@@ -203,9 +271,18 @@ class NodeResources:
                 node, side = divmod(k, 2)
                 return f"nic{node}/{'inject' if side == 0 else 'eject'}"
             return f"nic{k}/shared"
+        if k < self.n_nic + self.n_conn:
+            j, a = k - self.n_nic, 0
+            while j >= self.nnodes - 1 - a:
+                j -= self.nnodes - 1 - a
+                a += 1
+            return f"conn{a}-{a + 1 + j}"
+        k -= self.n_conn
         if k < self.n_nic + self.n_copy:
             return f"copy{k - self.n_nic}/intra"
-        return f"rank{k - self.n_nic - self.n_copy}/copy"
+        if k < self.n_nic + self.n_copy + self.n_rank:
+            return f"rank{k - self.n_nic - self.n_copy}/copy"
+        return f"rank{k - self.n_nic - self.n_copy - self.n_rank}/inject"
 
 
 def first_hop_capacity(network, node: int) -> float:

@@ -99,17 +99,24 @@ class ParquetSink(Sink):
             ld.insert(1, "name", name)
             _table(ld, d / "link_load.parquet", c)
             n_load = len(ld)
+        self.write_rest(result, d, int(len(result.messages)), n_states, n_load)
+
+    def write_rest(self, result, d: Path, n_messages: int, n_states: int, n_load: int,
+                   summary: dict | None = None) -> None:
+        """The per-rank and per-link tables and run.json (also the streamed writer's end,
+        :mod:`ccmod.outputs.parquet_stream`, which wrote messages and states itself)."""
+        c = self.compression
         _table(result.ranks, d / "ranks.parquet", c)
         _table(result.links, d / "links.parquet", c)
         if result.resources is not None:
             _table(result.resources, d / "resources.parquet", c)
-        summary = result.summary()
+        summary = dict(result.summary() if summary is None else summary)
         summary.update({
             "nranks": result.nranks,
             "packet_size_bytes": result.packet_size,
             "packet_size_source": result.meta.get("packet_size_source", "default"),
             "background_level": result.background_level,
-            "rows": {"messages": int(len(result.messages)), "rank_states": n_states,
+            "rows": {"messages": int(n_messages), "rank_states": n_states,
                      "link_load": n_load, "rank_states_recorded": n_states > 0},
             "options": result.options or {},
             "measured": result.measured,

@@ -162,3 +162,90 @@ def test_fit_cli_writes_the_aggregate(tmp_path, capsys):
     assert cli(["fit", str(lat), "--intra-aggregate", str(f),
                 "--intra-aggregate-processes", "two"]) == 2
     assert "--intra-aggregate-processes" in capsys.readouterr().err
+
+
+def imb_uniband(path, procs, per_msg_s, plateau_Bps):
+    """IMB 2019 Uniband output, one table: ``procs`` processes, times per message."""
+    lines = ["#    Intel(R) MPI Benchmarks 2019 Update 6, MPI-1 part",
+             "# Benchmarking Uniband", f"# #processes = {procs}",
+             "       #bytes #repetitions   Mbytes/sec      Msg/sec"]
+    for n in SIZES:
+        rate = min(1.0 / per_msg_s, plateau_Bps / n)
+        lines.append(f"{n:>13d}{1000:>13d}{rate * n / 1e6:>13.2f}{rate:>13.0f}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_one_pair_rate_and_node_rate_from_several_stream_benchmarks(tmp_path):
+    # osu_bw: one pair, 800 ns per small message, 10 GB/s; IMB one pair: 200 ns, 10 GB/s;
+    # osu_mbw_mr 8 pairs: the node reaches 12 GB/s and 50 ns per message
+    t_osu, t_imb, B1, B2 = 8e-7, 2e-7, 1e10, 1.2e10
+    f = osu(tmp_path / "bw.out", "Bandwidth", [(n, min(n / t_osu, B1) / 1e6) for n in SIZES])
+    i = imb_uniband(tmp_path / "uni.out", 2, t_imb, B1)
+    mr = osu(tmp_path / "mr.out", "Multiple Bandwidth / Message Rate",
+             [(n, min(n / 5e-8, B2) / 1e6) for n in SIZES], pairs=8)
+    st = stream_summary([f, i, mr])
+    assert st["stream_bandwidth_Bps"] == pytest.approx(B1, rel=1e-4)   # one pair's plateau
+    assert st["nic_bandwidth_Bps"] == pytest.approx(B2, rel=1e-4)      # the node's
+    assert st["gap_s"] == pytest.approx(5e-8, rel=1e-3)
+    # disagreeing one-pair benchmarks: geometric mean (equal ratio error on each), noted
+    assert st["o_send_s"] == pytest.approx((t_osu * t_imb) ** 0.5, rel=1e-3)
+    assert len(st["notes"]) == 1 and "geometric mean" in st["notes"][0]
+    assert stream_summary([f])["notes"] == []
+    m = combine(PiecewiseLinearCost([0], [2e-6], [5e9]), st, None, (0, 1 << 22))
+    assert m.stream_bandwidth_Bps == pytest.approx(B1, rel=1e-4)
+    assert m.nic_bandwidth_Bps == pytest.approx(B2, rel=1e-4)
+    back = PiecewiseLinearCost.from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.nic_bandwidth_Bps == m.nic_bandwidth_Bps
+
+
+@pytest.mark.parametrize("sharing", ["maxmin", "ccmod:latency=unshared,capacity=ratio"])
+def test_one_pair_streams_at_its_rate_and_pairs_share_the_fitted_nic(sharing):
+    # one pair's bytes flow at B1 = 10 GB/s; the node's NIC (the model's nic_bandwidth_Bps,
+    # the network's default nic_bandwidth) carries B2 = 12 GB/s: k pairs take k*n/B2 when
+    # k*B1 > B2, one pair n/B1 (lat 0: closed forms)
+    B1, B2, n = 1e10, 1.2e10, 8_000_000
+    m = PiecewiseLinearCost.from_dict({
+        "format": "ccmod-cost-model", "segments": [{"min_bytes": 0, "latency_s": 0.0,
+                                                    "bandwidth_Bps": B1}],
+        "stream_bandwidth_Bps": B1, "nic_bandwidth_Bps": B2})
+    for k in (1, 2, 4):
+        b = WorkloadBuilder(2 * k)
+        for r in range(k):
+            b.send(r, r + k, n)
+            b.recv(r + k, r, n)
+        res = run(b.build(), "star:bandwidth=1.25e10,latency=0,duplex=full", sharing=sharing,
+                  cost=m, mapping=f"block:{k}")
+        assert res.makespan_s == pytest.approx(max(n / B1, k * n / B2), rel=1e-6)
+    # an explicit nic_bandwidth= still wins over the model's
+    net = make_network("star:duplex=full,nic_bandwidth=5e9", 2, cost=m)
+    assert net.node_resources.nic_cap.tolist() == [5e9] * 4
+
+
+@pytest.mark.parametrize("sharing", ["maxmin", "ccmod:latency=unshared,capacity=ratio"])
+def test_a_window_of_one_pair_streams_at_one_pairs_rate(sharing):
+    # W concurrent messages of one rank cross that rank's injection resource (one pair's
+    # rate B1): the window takes W*n/B1, not W*n/B2; two pairs together reach the NIC's B2
+    B1, B2, n, W = 1e10, 1.2e10, 1_000_000, 8
+    m = PiecewiseLinearCost.from_dict({
+        "format": "ccmod-cost-model", "segments": [{"min_bytes": 0, "latency_s": 0.0,
+                                                    "bandwidth_Bps": B1}],
+        "stream_bandwidth_Bps": B1, "nic_bandwidth_Bps": B2})
+    for k, expect in ((1, W * n / B1), (2, 2 * W * n / B2)):
+        b = WorkloadBuilder(2 * k)
+        for r in range(k):
+            for _ in range(W):
+                b.isend(r, r + k, n, 0)
+                b.irecv(r + k, r, 0, nbytes=n)
+            b.waitall(r)
+            b.waitall(r + k)
+        res = run(b.build(), "star:bandwidth=1.25e10,latency=0,duplex=full", sharing=sharing,
+                  cost=m, mapping=f"block:{k}")
+        assert res.makespan_s == pytest.approx(expect, rel=1e-6)
+    # without a NIC model there is no per-rank resource (the links alone, as before)
+    net = make_network("star:bandwidth=1.25e10", 2, cost=m)
+    assert net.node_resources is None
+    net = make_network("star:duplex=full", 2, cost=m)
+    net.set_ranks(4)
+    assert net.resource_name(net.nresources - 1) == "rank3/inject"
+    assert net.resource_capacity_Bps()[-4:].tolist() == [B1] * 4

@@ -12,7 +12,7 @@ from ccmod.workloads.mpi_presets import preset_algorithm, reduction_bytes
 @pytest.mark.parametrize("lib,kind,p,n,want", [
     ("openmpi", "alltoall", 16, 100, "bruck"),
     ("openmpi", "alltoall", 8, 100, "linear"),       # Bruck only when P > 12
-    ("openmpi", "alltoall", 64, 4096, "pairwise"),   # MPICH: linear up to 32 KiB
+    ("openmpi", "alltoall", 64, 4096, "pairwise_shift"),   # MPICH: linear to 32 KiB
     ("mpich", "alltoall", 64, 4096, "linear"),
     ("intelmpi", "alltoall", 64, 131072, "linear"),
     ("intelmpi", "alltoall", 64, 1 << 20, "pairwise"),
@@ -21,7 +21,7 @@ from ccmod.workloads.mpi_presets import preset_algorithm, reduction_bytes
     ("openmpi", "allreduce", 64, 1 << 20, "ring"),
     ("openmpi", "allgather", 64, 512, "recursive_doubling"),
     ("openmpi", "allgather", 48, 512, "bruck"),
-    ("openmpi", "allgather", 64, 4096, "ring"),      # 256 KiB total: MPICH still RD
+    ("openmpi", "allgather", 64, 4096, "neighbor_exchange"),  # MPICH: still RD
     ("mpich", "allgather", 64, 4096, "recursive_doubling"),
     ("openmpi", "bcast", 64, 1024, "binomial"),
     ("openmpi", "bcast", 64, 4096, "scatter_allgather"),

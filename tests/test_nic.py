@@ -109,3 +109,48 @@ def test_common_parameters_on_every_topology():
         net = make_network(spec + ":duplex=half" if ":" not in spec else spec + ",duplex=half", 4)
         t = net.compile_routes(np.array([[0, 1]]))
         assert t.resources[0] >= 2 * net.nlinks and t.resources[-1] >= 2 * net.nlinks
+
+
+def crossed_ring():
+    """A -> C, C -> B, B -> D, D -> A (the calibration's sendrecv_diff, ranks = nodes)."""
+    send_to = {0: 2, 2: 1, 1: 3, 3: 0}
+    recv_from = {d: s for s, d in send_to.items()}
+    b = WorkloadBuilder(4)
+    for me in range(4):
+        b.irecv(me, recv_from[me], 0, nbytes=N)
+        b.isend(me, send_to[me], N, 1)
+        b.waitall(me)
+    return b.build()
+
+
+@pytest.mark.parametrize("sharing", ["maxmin", "ccmod:latency=unshared,capacity=ratio"])
+@pytest.mark.parametrize("factor", [1.0, 1.43, 2.0])
+def test_half_duplex_connection_same_partner_twice_crossed_by_the_nic_factor(sharing, factor):
+    # one resource per node pair at one direction's rate: the same-partner exchange
+    # alternates on it (2x one-way); crossed pairs use two connections and only the node's
+    # shared NIC (factor X) limits them: 2/X x one-way
+    spec = STAR + f",duplex={factor:g},connection=half"
+    t1 = run(one_way(), spec, sharing=sharing).makespan_s
+    assert t1 == pytest.approx(N / BW, rel=1e-9)
+    assert run(exchange([(0, 1)]), spec, sharing=sharing).makespan_s == pytest.approx(
+        2 * t1, rel=1e-9)
+    assert run(crossed_ring(), spec, sharing=sharing).makespan_s == pytest.approx(
+        max(1.0, 2.0 / factor) * t1, rel=1e-9)
+    # a connection of factor 2 carries both directions at full rate
+    spec2 = STAR + ",connection=2"
+    assert run(exchange([(0, 1)]), spec2, sharing=sharing).makespan_s == pytest.approx(t1)
+
+
+def test_connection_resources_are_per_node_pair():
+    net = make_network(STAR + ",connection=half", 4)
+    nr = net.node_resources
+    ids = {(a, b): nr.connection_resource(a, b) for a in range(4) for b in range(4) if a != b}
+    assert ids[(0, 1)] == ids[(1, 0)] and len(set(ids.values())) == 6
+    assert sorted(net.resource_name(i) for i in set(ids.values())) == [
+        "conn0-1", "conn0-2", "conn0-3", "conn1-2", "conn1-3", "conn2-3"]
+    assert net.resource_capacity_Bps()[-6:].tolist() == [BW] * 6
+    for bad in ("connection=full", "connection=-1", "connection=x"):
+        with pytest.raises(CcmodInputError, match="connection"):
+            make_network(STAR + "," + bad, 4)
+    with pytest.raises(CcmodInputError, match="at most"):
+        make_network("star:connection=half", 3000)

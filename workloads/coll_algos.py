@@ -117,6 +117,27 @@ def ring_allgather(e: Emit, r: int, p: int, blocks, rel0: int = 0):
         e.exchange(right, blocks[(v - k) % p], left, blocks[(v - k - 1) % p])
 
 
+def neighbor_exchange_allgather(e: Emit, r: int, p: int, blocks):
+    """Open MPI's neighbour exchange (even P): P/2 steps with alternating neighbours.
+
+    Step 0 exchanges one's own block with ``neighbor[0]``; each later step exchanges the
+    pair of blocks ``(2j, 2j+1)`` received at the previous step with the other neighbour,
+    so each rank receives (P-1) blocks in P/2 messages instead of P-1 (ring).
+    """
+    even = r % 2 == 0
+    nb = ((r + 1) % p, (r - 1) % p) if even else ((r - 1) % p, (r + 1) % p)
+    frm = [r, r] if even else [nb[0], nb[0]]
+    off = (2, -2) if even else (-2, 2)
+    e.exchange(nb[0], blocks[r], nb[0], blocks[nb[0]])
+    send_from = r if even else frm[0]
+    for i in range(1, p // 2):
+        k = i % 2
+        frm[k] = (frm[k] + off[k]) % p
+        e.exchange(nb[k], blocks[send_from] + blocks[(send_from + 1) % p],
+                   nb[k], blocks[frm[k]] + blocks[(frm[k] + 1) % p])
+        send_from = frm[k]
+
+
 def fold(r: int, p: int):
     """Standard fold of non-power-of-two P: (pof2, rem, newrank or -1)."""
     pof2 = pof2_of(p)
@@ -211,9 +232,10 @@ def ring_reduce_scatter(e: Emit, r: int, p: int, blocks):
         e.exchange(right, blocks[(r - k - 1) % p], left, blocks[(r - k - 2) % p])
 
 
-def pairwise(e: Emit, r: int, p: int, send_of, recv_of):
-    """P-1 exchanges; XOR partners for power-of-two P, else shift by i."""
-    pow2 = p == pof2_of(p)
+def pairwise(e: Emit, r: int, p: int, send_of, recv_of, shift: bool = False):
+    """P-1 exchanges; XOR partners for power-of-two P (MPICH), else (or with ``shift``, as
+    Open MPI always does) send to r+i and receive from r-i at step i."""
+    pow2 = p == pof2_of(p) and not shift
     for i in range(1, p):
         if pow2:
             dst = src = r ^ i

@@ -98,6 +98,8 @@ ALGORITHMS: dict[str, dict[str, str]] = {
         "recursive_doubling": "log2 P exchanges of doubling windows (extra ranks folded)",
         "bruck": "ceil(log2 P) steps, rank r sends to r-2^k",
         "ring": "P-1 steps, one block to the right neighbour per step",
+        "neighbor_exchange": "P/2 steps (even P), 1 then 2 blocks with alternating "
+                             "neighbours (Open MPI)",
     },
     "reduce_scatter": {
         "pairwise": "P-1 steps, at step i send block of r+i to r+i",
@@ -105,12 +107,14 @@ ALGORITHMS: dict[str, dict[str, str]] = {
     },
     "alltoall": {
         "pairwise": "P-1 exchange steps (XOR partners for power-of-two P)",
+        "pairwise_shift": "P-1 exchange steps, send to r+i, recv from r-i (Open MPI)",
         "linear": "post every irecv and isend, then wait for each",
         "bruck": "ceil(log2 P) steps of aggregated blocks (short messages)",
     },
     "alltoallv": {
         "linear": "post every irecv and isend, then wait for each (MPICH)",
         "pairwise": "P-1 exchange steps (XOR partners for power-of-two P)",
+        "pairwise_shift": "P-1 exchange steps, send to r+i, recv from r-i (Open MPI)",
     },
 }
 ALGORITHMS["allgatherv"] = dict(ALGORITHMS["allgather"])
@@ -383,8 +387,11 @@ def _dispatch(e, k, alg, r, p, root, n, recv_nbytes, send_counts, recv_counts, b
         else:
             A.allreduce_rd(e, r, p, n, halving=alg == "rabenseifner")
     elif k in ("allgather", "allgatherv"):
+        if alg == "neighbor_exchange" and p % 2:
+            alg = "ring"              # Open MPI: neighbour exchange needs an even P
         {"recursive_doubling": A.rd_allgather, "bruck": A.bruck_allgather,
-         "ring": A.ring_allgather}[alg](e, r, p, blocks)
+         "ring": A.ring_allgather, "neighbor_exchange": A.neighbor_exchange_allgather}[alg](
+            e, r, p, blocks)
     elif k == "reduce_scatter":
         if alg == "ring":
             A.ring_reduce_scatter(e, r, p, blocks)
@@ -397,12 +404,15 @@ def _dispatch(e, k, alg, r, p, root, n, recv_nbytes, send_counts, recv_counts, b
                 cnt = sum(1 for j in range(1, p) if j & kk)
                 e.exchange((r + kk) % p, cnt * n, (r - kk) % p, cnt * n)
                 kk <<= 1
+        elif alg == "linear":
+            A.linear_exchange(e, r, p, lambda d: n, lambda s: n)
         else:
-            (A.pairwise if alg == "pairwise" else A.linear_exchange)(
-                e, r, p, lambda d: n, lambda s: n)
+            A.pairwise(e, r, p, lambda d: n, lambda s: n, shift=alg == "pairwise_shift")
     elif k == "alltoallv":
         sc = _counts("send_counts", send_counts, p, n)
         rc = _counts("recv_counts", recv_counts, p, -1) if recv_counts is not None else None
         recv_of = (lambda s: -1) if rc is None else (lambda s: rc[s])
-        (A.pairwise if alg == "pairwise" else A.linear_exchange)(
-            e, r, p, lambda d: sc[d], recv_of)
+        if alg == "linear":
+            A.linear_exchange(e, r, p, lambda d: sc[d], recv_of)
+        else:
+            A.pairwise(e, r, p, lambda d: sc[d], recv_of, shift=alg == "pairwise_shift")

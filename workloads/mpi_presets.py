@@ -13,9 +13,11 @@ size the way that library's *default* decision rule does (no tuning file):
     before the 4.1 per-size tables):
     allreduce recursive doubling below 10000 bytes, else ring (commutative ops, count > P);
     alltoall Bruck below 200-byte blocks when P > 12, linear below 3000 bytes, else
-    pairwise; allgather recursive doubling (power-of-two P) or Bruck below 50000 total
-    bytes, else ring (its neighbour-exchange for even P moves the same bytes per rank in
-    P/2 steps: modelled as ring); bcast binomial below 2048 bytes, else a pipelined /
+    pairwise (``ompi_coll_base_alltoall_intra_pairwise``: step i sends to r+i and receives
+    from r-i for every P, not MPICH's XOR partners: ``pairwise_shift``); allgather
+    recursive doubling (power-of-two P) or Bruck below 50000 total bytes, else neighbour
+    exchange for even P (P/2 steps of two blocks) and ring for odd P; allgatherv Bruck
+    below 50000 total bytes, else the same as allgather; alltoallv pairwise (shift); bcast binomial below 2048 bytes, else a pipelined /
     split-binary tree (modelled as scatter + allgather); barrier recursive doubling
     (power-of-two P) or Bruck (modelled as dissemination, the same message pattern);
     reduce binomial.
@@ -71,16 +73,16 @@ def preset_algorithm(lib: str, kind: str, nranks: int, nbytes: int,
         if kind == "alltoall":
             if n < OMPI_ALLTOALL_SMALL and p > 12:
                 return "bruck"
-            return "linear" if n < OMPI_ALLTOALL_INTERMEDIATE else "pairwise"
+            return "linear" if n < OMPI_ALLTOALL_INTERMEDIATE else "pairwise_shift"
         if kind in ("allgather", "allgatherv"):
             total = p * n if total_bytes is None else int(total_bytes)
             if total < OMPI_ALLGATHER_SMALL_TOTAL:
-                return "recursive_doubling" if _pow2(p) else "bruck"
-            return "ring"
+                return "recursive_doubling" if _pow2(p) and kind == "allgather" else "bruck"
+            return "ring" if p % 2 else "neighbor_exchange"
         if kind == "bcast":
             return "binomial" if n < OMPI_BCAST_SMALL or p < 4 else "scatter_allgather"
         if kind == "alltoallv":
-            return "pairwise"
+            return "pairwise_shift"
         if kind == "reduce_scatter":
             return "ring" if n * p >= 65536 else "pairwise"
     if lib == "intelmpi" and kind == "alltoall":

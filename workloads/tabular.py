@@ -19,7 +19,15 @@ file_id       int32    index into the ``files`` list
 ============  =======  ==================================================================
 
 Schema metadata keys: ``ccmod.format_version`` ("1"), ``ccmod.nranks``,
-``ccmod.files`` (JSON list of source file names), ``ccmod.meta`` (JSON object).
+``ccmod.files`` (JSON list of source file names), ``ccmod.meta`` (JSON object),
+``ccmod.layout`` ("rank-groups").
+
+Streaming layout (``ccmod.layout`` = "rank-groups", what :func:`write_parquet` writes): no
+row group holds records of two ranks, and a group holds at most :func:`stream_group_rows`
+rows, so ``ccmod run --stream`` reads each rank's records a group at a time
+(:mod:`ccmod.workloads.parquet_stream`; the row-group statistics of ``rank`` say whose
+records a group holds). Older files with row groups spanning ranks read the same in memory;
+``ccmod convert old.parquet new.parquet`` rewrites them for streaming.
 
 The ccmod CSV has the same columns with ``op`` written as its name (``send``, ...),
 preceded by two comment lines: ``# ccmod workload csv v1`` and ``# {JSON: nranks, files,
@@ -58,8 +66,30 @@ def _rank_col(w: Workload) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ Parquet
-def write_parquet(workload: Workload, path, row_group_size: int = 1 << 20) -> Path:
-    """Write ``workload`` in ccmod's Parquet layout (atomically: temp file + rename)."""
+#: ``ccmod.layout`` of files whose row groups each hold one rank's records
+LAYOUT_RANK_GROUPS = "rank-groups"
+
+
+def stream_group_rows(nranks: int) -> int:
+    """Rows per row group of the streaming layout: a streamed run holds one decoded group
+    per rank (twice: the records it runs and the matcher's look-ahead), so about 2M rows
+    over all ranks, 4096..65536 per group."""
+    return int(min(1 << 16, max(1 << 12, (1 << 21) // max(int(nranks), 1))))
+
+
+def parquet_metadata(nranks: int, files, meta: dict) -> dict:
+    """The schema metadata of ccmod's Parquet layout (streaming layout)."""
+    return {"ccmod.format_version": FORMAT_VERSION, "ccmod.nranks": str(int(nranks)),
+            "ccmod.files": json.dumps(list(files)), "ccmod.meta": _json_meta(meta),
+            "ccmod.layout": LAYOUT_RANK_GROUPS}
+
+
+def write_parquet(workload: Workload, path, row_group_size: int | None = None) -> Path:
+    """Write ``workload`` in ccmod's Parquet layout (atomically: temp file + rename).
+
+    Row groups never span two ranks and hold at most ``row_group_size`` rows (default
+    :func:`stream_group_rows`): the streaming layout of the module doc.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
     w = workload
@@ -67,12 +97,16 @@ def write_parquet(workload: Workload, path, row_group_size: int = 1 << 20) -> Pa
     for name, dt in COLUMNS[1:]:
         arrays[name] = np.asarray(getattr(w, name), dtype=dt)
     table = pa.table(arrays)
-    md = {"ccmod.format_version": FORMAT_VERSION, "ccmod.nranks": str(int(w.nranks)),
-          "ccmod.files": json.dumps(list(w.files)), "ccmod.meta": _json_meta(w.meta)}
-    table = table.replace_schema_metadata(md)
+    table = table.replace_schema_metadata(parquet_metadata(w.nranks, w.files, w.meta))
+    rows = int(row_group_size or stream_group_rows(w.nranks))
+    rp = np.asarray(w.rank_ptr, np.int64)
     path = Path(path)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, row_group_size=row_group_size, compression="zstd")
+        with pq.ParquetWriter(tmp, table.schema, compression="zstd") as out:
+            for r in range(int(w.nranks)):
+                for a in range(int(rp[r]), int(rp[r + 1]), rows):
+                    part = table.slice(a, min(rows, int(rp[r + 1]) - a))
+                    out.write_table(part, row_group_size=part.num_rows)
     return path
 
 
@@ -204,19 +238,7 @@ class ParquetReader:
         except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError) as exc:
             raise CcmodInputError(f"cannot read Parquet workload: {excerpt(exc, 120)}",
                                   source=src, hint="is the file truncated or corrupt?") from None
-        version = md.get("ccmod.format_version", FORMAT_VERSION)
-        if version != FORMAT_VERSION:
-            raise CcmodInputError(f"unsupported ccmod Parquet format version {version}",
-                                  source=src, hint=f"this ccmod reads version {FORMAT_VERSION}")
-        try:
-            nranks = int(md["ccmod.nranks"]) if "ccmod.nranks" in md else None
-            if nranks is not None and not 0 <= nranks < 2 ** 31:
-                raise ValueError
-            files = json.loads(md.get("ccmod.files", "[]"))
-            meta = json.loads(md.get("ccmod.meta", "{}"))
-        except (ValueError, TypeError, OverflowError, RecursionError):
-            raise CcmodInputError("corrupt ccmod metadata in the Parquet footer",
-                                  source=src) from None
+        nranks, files, meta = footer_metadata(md, src)
         w = _from_columns(cols, nranks, files, meta, src)
         if compute_scale != 1.0:
             w.duration_s *= compute_scale      # the reader's own array: no copy
@@ -225,6 +247,24 @@ class ParquetReader:
         w.meta["format"] = "parquet"
         w.meta.setdefault("compute_rate", compute_rate)
         return w
+
+
+def footer_metadata(md: dict, src: str):
+    """(nranks or None, files, meta) from a ccmod Parquet file's decoded schema metadata."""
+    version = md.get("ccmod.format_version", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise CcmodInputError(f"unsupported ccmod Parquet format version {version}",
+                              source=src, hint=f"this ccmod reads version {FORMAT_VERSION}")
+    try:
+        nranks = int(md["ccmod.nranks"]) if "ccmod.nranks" in md else None
+        if nranks is not None and not 0 <= nranks < 2 ** 31:
+            raise ValueError
+        files = json.loads(md.get("ccmod.files", "[]"))
+        meta = json.loads(md.get("ccmod.meta", "{}"))
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        raise CcmodInputError("corrupt ccmod metadata in the Parquet footer",
+                              source=src) from None
+    return nranks, files, meta
 
 
 def _op_codes(names, src) -> np.ndarray:

@@ -3,7 +3,8 @@
 Modules: :mod:`~ccmod.kernel.loop` (the hot loop: ranks, waits, barrier, send modes,
 handlers, horizons), :mod:`~ccmod.kernel.ccmod_rule` (the article's contention /
 bandwidth-availability sharing with per-resource virtual clocks),
-:mod:`~ccmod.kernel.maxmin` (incremental max-min), :mod:`~ccmod.kernel.heaps` (indexed
+:mod:`~ccmod.kernel.maxmin` (incremental max-min over
+:mod:`~ccmod.kernel.mm_classes`, classes of flows with one virtual clock each), :mod:`~ccmod.kernel.heaps` (indexed
 heaps), :mod:`~ccmod.kernel.state` (the arrays), :mod:`~ccmod.kernel.record` (recordings
 out), :mod:`~ccmod.kernel.waits` (static wait mapping), :mod:`~ccmod.kernel.facade`
 (the sharing rules driven one call at a time, for tests and experiments).

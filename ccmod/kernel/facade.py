@@ -117,11 +117,14 @@ class MaxMinSharing(_Facade):
         from ccmod.kernel.state import Arena
         super().__init__(nresources, max_messages, max_hops)
         A = Arena()
+        self.max_hops = int(max_hops)
         self._alloc(A, mm_new(A, nresources, capacity_Bps, background, self.route_ptr,
-                              self.route_res, seg_cap=self.seg_cap))
+                              self.route_res, seg_cap=self.seg_cap, max_hops=max_hops))
 
     def start(self, m, t, work, resources, cap=INF):
         from ccmod.kernel.maxmin import mm_start
+        if len(resources) > self.max_hops:
+            raise ValueError(f"a route of more than max_hops={self.max_hops} resources")
         k = self._add_route(m, resources)
         mm_start(self.I, self.F, k, float(t), float(work), float(cap))
 

@@ -455,7 +455,7 @@ def run_loop(C, P, L, I, F):
         else:
             if I[MS.si + N_DIRTY] != 0:
                 mm_solve(I, F)
-            tk = F[MS.tfin + I[MS.f_item]] if I[MS.si + F_LEN] > 0 else INF
+            tk = F[MS.c_tfin + I[MS.c_item]] if I[MS.si + F_LEN] > 0 else INF
         th = F[T.t + I[T.item]] if I[T.len] > 0 else INF
         kb = I[K.ks + K_BG]
         tb = F[BG.t + kb] if kb < nbg else INF

@@ -1,18 +1,22 @@
 """Max-min fair sharing (SimGrid CM02-like flow model), re-solved incrementally.
 
 Bytes flow at max-min fair rates: progressive filling over resource capacities (times the
-free fraction left by background load) with an optional per-flow cap. When flows start or
-end, or a resource's background changes, only the flows *connected* to the changed
-resources through shared resources are re-solved (SimGrid's "selective update" of its LMM
-solver): a breadth-first walk from the dirty resources collects that component, whose
-allocation does not depend on any other flow. Flows of the component with the same route
-and the same rate cap always get the same rate, so progressive filling runs on those
-*classes*, each weighted by its size: its rounds cost the classes (few: pairs of nodes),
-not the flows, and give every flow the rate it would get alone. Each flow keeps its remaining bytes at its
-last rate change and its finish time in an indexed heap, so a horizon costs the size of
-the component touched, not the number of active flows. The state is slices of the
-kernel's two buffers (``S`` holds offsets into ``I`` and ``F``, see
-:mod:`ccmod.kernel.state`).
+free fraction left by background load) with an optional per-flow cap. Flows with the same
+route and the same rate cap always get the same rate, so the state is kept per *class* of
+such flows (:mod:`ccmod.kernel.mm_classes`): its size (the weight), its per-flow rate and a
+virtual clock, the bytes each of its flows received so far. A flow joins its class with a
+finish point (its bytes plus the clock at its start) in the class's heap, so a rate change
+touches the class, not its flows; the next completion of each class is one entry of an
+indexed heap over classes (the sharing part of the event horizon).
+
+When flows start or end, or a resource's background changes, only the classes
+*connected* to the changed resources through shared resources are re-solved (SimGrid's
+"selective update" of its LMM solver): a breadth-first walk from the dirty resources over
+the per-resource lists of classes collects that component, whose allocation does not
+depend on any other class; progressive filling then runs over its classes, each weighted
+by its size. A start or end so costs O(hops + log) plus the component's classes, not the
+number of active flows. The state is slices of the kernel's two buffers (``S`` holds
+offsets into ``I`` and ``F``, see :mod:`ccmod.kernel.state`).
 """
 from __future__ import annotations
 
@@ -22,15 +26,19 @@ from ccmod.kernel.compiled import mm_state, leaf
 from ccmod.kernel.state import MmState
 from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
                                 sort_ids)
+from ccmod.kernel.mm_classes import (F_LEN, N_ACTIVE, N_DIRTY, N_FREE, class_advance,
+                                     class_drop, class_finish, class_join, flow_pop)
 
 INF = np.inf
-N_DIRTY, N_ACTIVE, F_LEN = range(3)
-
 
 
 def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=None,
-           routes=None):
-    """Lay out the state in arena ``A`` (see :func:`ccmod.kernel.ccmod_rule.cc_new`)."""
+           routes=None, max_hops=None):
+    """Lay out the state in arena ``A`` (see :func:`ccmod.kernel.ccmod_rule.cc_new`).
+
+    ``max_hops`` bounds the length of routes not known yet (``route_ptr`` filled later, as
+    :class:`ccmod.kernel.facade.MaxMinSharing` does); by default the longest given route.
+    """
     R = int(nresources)
     M = len(route_ptr) - 1
     E = len(route_res)
@@ -40,7 +48,14 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
     emsg = np.zeros(E, np.int64)     # message of each route entry
     rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
     emsg[:len(rep)] = rep
-    T = 1 << max(1, 2 * M - 1).bit_length()     # class hash table, at most half full
+    hops = int(np.max(np.diff(route_ptr))) if M > 0 else 1
+    if max_hops is not None:
+        hops = max(hops, int(max_hops))
+    hb = max(hops - 1, 0).bit_length()          # a class's hop k at code (c << hb) | k
+    NC = max(M, 1)                     # classes: at most one per active flow
+    T = 1 << max(1, 2 * NC - 1).bit_length()    # class hash table, at most half full
+    si0 = np.zeros(4, np.int64)
+    si0[N_FREE] = NC
     if routes is None:
         routes = (("i", M + 1, np.asarray(route_ptr, np.int64)),
                   ("i", E, np.asarray(route_res, np.int64)))
@@ -48,15 +63,17 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
         MmState, cap_full=("f", R, cap_full), cap=("f", R, cap), count=("i", R, 0),
         peak=("i", R, 0), area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0),
         seg=("i", R + 1, seg), r_len=("i", R, 0), r_item=("i", max(P, 1), 0),
-        e_pos=("i", E, -1), active=("i", M, 0), rem=("f", M, 0.0), rate=("f", M, 0.0),
-        t_upd=("f", M, 0.0), fcap=("f", M, INF), bott=("i", M, -1), tfin=("f", M, INF),
-        f_item=("i", M, 0), f_pos=("i", M, -1), d_flag=("i", R, 0), d_list=("i", R, 0),
-        r_seen=("i", R, 0), rl=("i", R, 0), f_seen=("i", M, 0), fl=("i", M, 0),
+        f_cls=("i", M, -1), vfin=("f", M, 0.0), h_left=("i", M, -1), h_right=("i", M, -1),
+        d_flag=("i", R, 0), d_list=("i", R, 0), r_seen=("i", R, 0), rl=("i", R, 0),
         cap_left=("f", R, 0.0), users=("i", R, 0), done=("i", M, 0),
-        si=("i", 4, 0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
-        emsg=("i", E, emsg), rhash=("i", M, 0), hmask=("v", T - 1), ht=("i", T, 0),
-        f_cls=("i", M, 0), c_rep=("i", M, 0), c_w=("i", M, 0), c_rate=("f", M, 0.0),
-        c_fz=("i", M, 0), c_bott=("i", M, -1), c_slot=("i", M, 0))
+        si=("i", 4, si0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
+        emsg=("i", E, emsg), hb=("v", hb), hmask=("v", T - 1), ht=("i", T, 0),
+        c_free=("i", NC, np.arange(NC - 1, -1, -1, dtype=np.int64)), c_rep=("i", NC, -1),
+        c_w=("i", NC, 0), c_rate=("f", NC, 0.0), c_v=("f", NC, 0.0), c_t=("f", NC, 0.0),
+        c_fcap=("f", NC, INF), c_hash=("i", NC, 0), c_slot=("i", NC, 0),
+        c_root=("i", NC, -1), c_bott=("i", NC, -1), c_fz=("i", NC, 0), c_seen=("i", NC, 0),
+        c_tfin=("f", NC, INF), c_item=("i", NC, 0), c_hpos=("i", NC, -1),
+        cl=("i", NC, 0), c_pos=("i", NC << hb, 0))
 
 
 def _dirty(S, r, t):
@@ -101,22 +118,11 @@ def mm_count(I, F, r, t, delta):
 def mm_start(I, F, m, t, work, fcap):
     """Flow m starts at t with ``work`` bytes (rate cap ``fcap``, inf = none)."""
     S = mm_state(I)
-    h = 0
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
-        h = (h * 31 + r + 1) & 0xFFFFFFFFFFFF     # route hash (no int64 overflow)
-        n = I[S.r_len + r]
-        I[S.r_item + I[S.seg + r] + n] = e
-        I[S.e_pos + e] = n
-        I[S.r_len + r] = n + 1
         mm_count(I, F, r, t, 1)
         _mark_dirty(S, I, F, r, t)
-    I[S.rhash + m] = h
-    I[S.active + m] = 1
-    F[S.rem + m] = work
-    F[S.rate + m] = 0.0
-    F[S.t_upd + m] = t
-    F[S.fcap + m] = fcap
+    class_join(I, F, m, t, work, fcap)
     I[S.si + N_ACTIVE] += 1
 
 
@@ -126,17 +132,14 @@ def mm_end(I, F, m, t):
     S = mm_state(I)
     for e in range(I[S.route_ptr + m], I[S.route_ptr + m + 1]):
         r = I[S.route_res + e]
-        i = I[S.e_pos + e]
-        n = I[S.r_len + r] - 1
-        o = S.r_item + I[S.seg + r]
-        last = I[o + n]
-        I[o + i] = last
-        I[S.e_pos + last] = i
-        I[S.r_len + r] = n
-        I[S.e_pos + e] = -1
         mm_count(I, F, r, t, -1)
         _mark_dirty(S, I, F, r, t)
-    I[S.active + m] = 0
+    c = I[S.f_cls + m]
+    I[S.f_cls + m] = -1
+    w = I[S.c_w + c] - 1
+    I[S.c_w + c] = w
+    if w == 0:
+        class_drop(I, F, c, m)
     I[S.si + N_ACTIVE] -= 1
 
 
@@ -150,30 +153,14 @@ def mm_set_free(I, F, r, t, free):
 
 
 @leaf
-def _same_route(I, rp, rr, g, f):
-    """Whether flows g and f cross the same resources in the same order."""
-    eg, ef = I[rp + g], I[rp + f]
-    n = I[rp + f + 1] - ef
-    if I[rp + g + 1] - eg != n:
-        return False
-    for k in range(n):
-        if I[rr + eg + k] != I[rr + ef + k]:
-            return False
-    return True
-
-
-@leaf
-def mm_solve(I, F):
-    """Re-solve the flows connected to the dirty resources (progressive filling)."""
-    S = mm_state(I)
+def _component(S, I):
+    """Breadth-first from the dirty resources: the resources (``rl``) and classes (``cl``)
+    connected to them; returns ``(resources, classes)``."""
+    rp, rr, hb = S.route_ptr, S.route_res, S.hb
     nd = I[S.si + N_DIRTY]
-    if nd == 0:
-        return
-    t = F[S.sf]
     I[S.si + N_DIRTY] = 0
-    rp, rr = S.route_ptr, S.route_res
     nr = 0
-    nf = 0
+    nc = 0
     for i in range(nd):
         r = I[S.d_list + i]
         I[S.d_flag + r] = 0
@@ -182,67 +169,47 @@ def mm_solve(I, F):
             I[S.rl + nr] = r
             nr += 1
     k = 0
-    while k < nr:                      # breadth-first: the connected component
+    while k < nr:
         r = I[S.rl + k]
         k += 1
         o = S.r_item + I[S.seg + r]
         for j in range(I[S.r_len + r]):
-            f = I[S.emsg + I[o + j]]
-            if not I[S.f_seen + f]:
-                I[S.f_seen + f] = 1
-                I[S.fl + nf] = f
-                nf += 1
-                for e in range(I[rp + f], I[rp + f + 1]):
+            c = I[o + j] >> hb
+            if not I[S.c_seen + c]:
+                I[S.c_seen + c] = 1
+                I[S.cl + nc] = c
+                nc += 1
+                m = I[S.c_rep + c]
+                for e in range(I[rp + m], I[rp + m + 1]):
                     r2 = I[rr + e]
                     if not I[S.r_seen + r2]:
                         I[S.r_seen + r2] = 1
                         I[S.rl + nr] = r2
                         nr += 1
+    return nr, nc
+
+
+@leaf
+def mm_solve(I, F):
+    """Re-solve the classes connected to the dirty resources (progressive filling)."""
+    S = mm_state(I)
+    if I[S.si + N_DIRTY] == 0:
+        return
+    t = F[S.sf]
+    rp, rr = S.route_ptr, S.route_res
+    nr, nc = _component(S, I)
     for i in range(nr):
         r = I[S.rl + i]
         I[S.r_seen + r] = 0
         F[S.cap_left + r] = F[S.cap + r]
-        I[S.users + r] = I[S.r_len + r]
-    nc = 0
-    hm = 1
-    while hm < 2 * nf and hm <= S.hmask:   # a table the size of the component: in cache
-        hm *= 2
-    hm = min(hm - 1, S.hmask)     # ht at most half full: probing ends
-    for i in range(nf):
-        f = I[S.fl + i]
-        I[S.f_seen + f] = 0
-        if t > F[S.t_upd + f]:             # bytes moved at the old rate
-            x = F[S.rem + f] - F[S.rate + f] * (t - F[S.t_upd + f])
-            F[S.rem + f] = x if x > 0.0 else 0.0
-        F[S.t_upd + f] = t
-        # f joins its class (same route, same cap: the same rate) of this solve
-        F[S.c_rate + i] = 0.0            # class i (if any) starts unfrozen at rate 0
-        I[S.c_fz + i] = 0
-        I[S.c_bott + i] = -1
-        if nf == 1:
-            I[S.c_rep] = f
-            I[S.c_w] = 1
-            I[S.f_cls + f] = 0
-            nc = 1
-            break
-        s = I[S.rhash + f] & hm
-        while True:
-            c1 = I[S.ht + s]
-            if c1 == 0:
-                I[S.ht + s] = nc + 1
-                I[S.c_slot + nc] = s
-                I[S.c_rep + nc] = f
-                I[S.c_w + nc] = 1
-                I[S.f_cls + f] = nc
-                nc += 1
-                break
-            g = I[S.c_rep + c1 - 1]
-            if (I[S.rhash + g] == I[S.rhash + f] and F[S.fcap + g] == F[S.fcap + f]
-                    and _same_route(I, rp, rr, g, f)):
-                I[S.c_w + c1 - 1] += 1
-                I[S.f_cls + f] = c1 - 1
-                break
-            s = (s + 1) & hm
+        I[S.users + r] = I[S.count + r]     # every flow on r is in a class of the component
+    for i in range(nc):
+        c = I[S.cl + i]
+        I[S.c_seen + c] = 0
+        class_advance(S, I, F, c, t)       # bytes moved at the old rate, then start over
+        F[S.c_rate + c] = 0.0
+        I[S.c_fz + c] = 0
+        I[S.c_bott + c] = -1
     # progressive filling over the classes, each weighted by its size
     left = nc
     while left > 0:
@@ -253,19 +220,22 @@ def mm_solve(I, F):
                 lv = F[S.cap_left + r] / I[S.users + r]
                 if lv < level:
                     level = lv
-        for c in range(nc):
+        for i in range(nc):
+            c = I[S.cl + i]
             if not I[S.c_fz + c]:
-                hd = F[S.fcap + I[S.c_rep + c]] - F[S.c_rate + c]
+                hd = F[S.c_fcap + c] - F[S.c_rate + c]
                 if hd < level:
                     level = hd
         if level == INF:
-            for c in range(nc):
+            for i in range(nc):
+                c = I[S.cl + i]
                 if not I[S.c_fz + c]:
                     F[S.c_rate + c] = INF
             break
         if level < 0.0:
             level = 0.0
-        for c in range(nc):
+        for i in range(nc):
+            c = I[S.cl + i]
             if not I[S.c_fz + c]:
                 F[S.c_rate + c] += level
                 f = I[S.c_rep + c]
@@ -273,7 +243,8 @@ def mm_solve(I, F):
                 for e in range(I[rp + f], I[rp + f + 1]):
                     F[S.cap_left + I[rr + e]] -= lw
         progressed = False
-        for c in range(nc):
+        for i in range(nc):
+            c = I[S.cl + i]
             if I[S.c_fz + c]:
                 continue
             f = I[S.c_rep + c]
@@ -283,7 +254,7 @@ def mm_solve(I, F):
                 if F[S.cap_left + r] <= 1e-12 * F[S.cap + r]:
                     sat = r
                     break
-            fc = F[S.fcap + f]
+            fc = F[S.c_fcap + c]
             if sat >= 0 or (fc < INF and fc - F[S.c_rate + c] <= 1e-12 * max(fc, 1.0)):
                 I[S.c_fz + c] = 1
                 progressed = True
@@ -294,25 +265,24 @@ def mm_solve(I, F):
                     I[S.users + I[rr + e]] -= w
         if not progressed:
             break
-    for c in range(nc if nf > 1 else 0):
-        I[S.ht + I[S.c_slot + c]] = 0
-    for i in range(nf):
-        f = I[S.fl + i]
-        c = I[S.f_cls + f]
-        rt = F[S.c_rate + c]
-        F[S.rate + f] = rt
-        I[S.bott + f] = I[S.c_bott + c]
-        rm = F[S.rem + f]
-        if rm <= 0.0 or rt == INF:
-            F[S.tfin + f] = t
-        elif rt > 0.0:
-            F[S.tfin + f] = t + rm / rt
-        else:
-            F[S.tfin + f] = INF
-        if I[S.f_pos + f] >= 0:
-            iheap_update(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
-        else:
-            iheap_push(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
+    for i in range(nc):
+        _requeue(S, I, F, I[S.cl + i])
+
+
+@leaf
+def _requeue(S, I, F, c):
+    """Class c's next completion (its first flow's) into the heap of classes."""
+    f = I[S.c_root + c]
+    if f < 0:
+        if I[S.c_hpos + c] >= 0:
+            iheap_remove(I, F, S.c_item, S.c_hpos, S.c_tfin, 0, S.si, F_LEN, c)
+        F[S.c_tfin + c] = INF
+        return
+    F[S.c_tfin + c] = class_finish(S, I, F, c, F[S.vfin + f])
+    if I[S.c_hpos + c] >= 0:
+        iheap_update(I, F, S.c_item, S.c_hpos, S.c_tfin, 0, S.si, F_LEN, c)
+    else:
+        iheap_push(I, F, S.c_item, S.c_hpos, S.c_tfin, 0, S.si, F_LEN, c)
 
 
 @leaf
@@ -321,7 +291,7 @@ def mm_next_time(I, F):
     mm_solve(I, F)
     if I[S.si + F_LEN] == 0:
         return INF
-    return F[S.tfin + I[S.f_item]]
+    return F[S.c_tfin + I[S.c_item]]
 
 
 @leaf
@@ -334,16 +304,21 @@ def mm_pop_due(I, F, t, bott_out):
     nd = 0
     if I[S.si + F_LEN] == 0:
         return 0
-    first = F[S.tfin + I[S.f_item]] - t
+    first = F[S.c_tfin + I[S.c_item]] - t
     tol = max(first, 1e-15, 1e-12 * t)
-    while I[S.si + F_LEN] > 0 and F[S.tfin + I[S.f_item]] - t <= tol:
-        f = I[S.f_item]
-        iheap_remove(I, F, S.f_item, S.f_pos, S.tfin, 0, S.si, F_LEN, f)
-        I[S.done + nd] = f
-        nd += 1
+    while I[S.si + F_LEN] > 0 and F[S.c_tfin + I[S.c_item]] - t <= tol:
+        c = I[S.c_item]
+        while True:
+            f = I[S.c_root + c]
+            if f < 0 or class_finish(S, I, F, c, F[S.vfin + f]) - t > tol:
+                break
+            flow_pop(S, I, F, c)
+            I[S.done + nd] = f
+            nd += 1
+            I[bott_out + f] = I[S.c_bott + c]
+        f = I[S.c_root + c]
+        if f >= 0:
+            I[S.c_rep + c] = f          # a flow that stays gives the class its route
+        _requeue(S, I, F, c)
     sort_ids(I, S.done, nd)
-    for i in range(nd):
-        f = I[S.done + i]
-        I[bott_out + f] = I[S.bott + f]
-        F[S.tfin + f] = INF
     return nd

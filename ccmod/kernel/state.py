@@ -51,10 +51,11 @@ CcState = namedtuple("CcState", (
     "ph_len ph_seg ph_item e_pair e_next e_prev stk chk_f chk_l bott ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
     "cand_f cand_l done si sf route_ptr route_res emsg"))
 MmState = namedtuple("MmState", (
-    "cap_full cap count peak area busy t_chg seg r_len r_item e_pos "
-    "active rem rate t_upd fcap bott tfin f_item f_pos d_flag d_list r_seen rl f_seen fl "
-    "cap_left users done si sf route_ptr route_res emsg "
-    "rhash hmask ht f_cls c_rep c_w c_rate c_fz c_bott c_slot"))
+    "cap_full cap count peak area busy t_chg seg r_len r_item "
+    "f_cls vfin h_left h_right d_flag d_list r_seen rl cap_left users done si sf "
+    "route_ptr route_res emsg hb hmask ht "
+    "c_free c_rep c_w c_rate c_v c_t c_fcap c_hash c_slot c_root c_bott c_fz c_seen c_tfin "
+    "c_item c_hpos cl c_pos"))
 
 #: The offsets (and sizes) of every group are also written at the head of ``I``, each
 #: group at a fixed place: a compiled function reads the few it needs from there

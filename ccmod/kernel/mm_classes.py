@@ -1,0 +1,215 @@
+"""Max-min flow classes: flows with the same route and rate cap, one virtual clock each.
+
+All flows of a class progress at the same rate, so a class keeps, instead of each flow's
+remaining bytes, the bytes every flow of it received so far (``c_v`` at time ``c_t``, its
+virtual clock) and its flows in a heap keyed by their *finish point* in that clock (the
+flow's bytes plus ``c_v`` when it joined; :func:`class_join`). A rate change then only
+advances the clock (:func:`class_advance`), and the class's next completion is its first
+flow's finish point (:func:`class_finish`). The heap is a skew heap over two link arrays
+per flow (no per-class storage to size in advance); its order, ties included, is
+:func:`flow_before`.
+
+Classes are found by a hash of the route (open addressing with backward-shift deletion,
+so the table never fills up with dead entries), take an id from a free list, and are
+listed on each resource of their route (code ``(c << hb) | k`` for hop k, its place in
+the list at ``c_pos[code]``), which is what the re-solve of :mod:`ccmod.kernel.maxmin`
+walks. A class dies when its last flow leaves (:func:`class_drop`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ccmod.kernel.compiled import leaf, mm_state
+from ccmod.kernel.heaps import iheap_remove
+
+INF = np.inf
+# integer scalars (si) of the state: dirty resources, active flows, classes in the heap of
+# next completions, free class ids
+N_DIRTY, N_ACTIVE, F_LEN, N_FREE = range(4)
+
+
+@njit(cache=True, inline="always")
+def flow_before(S, I, F, a, b):
+    """Flow a finishes before flow b of the same class: the lower finish point, equal
+    points by message id (the one place that tie is broken)."""
+    va = F[S.vfin + a]
+    vb = F[S.vfin + b]
+    return va < vb or (va == vb and a < b)
+
+
+@leaf
+def _merge(S, I, F, a, b):
+    """Merge two skew heaps of flows (roots a and b, -1 empty); returns the root."""
+    if a < 0:
+        return b
+    if b < 0:
+        return a
+    if flow_before(S, I, F, b, a):
+        a, b = b, a
+    root = a
+    p = a
+    x = I[S.h_right + a]               # top-down: p's new left is merge(its right, b),
+    I[S.h_right + a] = I[S.h_left + a]  # its old left becomes its right
+    while True:
+        if x < 0:
+            I[S.h_left + p] = b
+            break
+        if b < 0:
+            I[S.h_left + p] = x
+            break
+        if flow_before(S, I, F, b, x):
+            x, b = b, x
+        I[S.h_left + p] = x
+        p = x
+        nx = I[S.h_right + x]
+        I[S.h_right + x] = I[S.h_left + x]
+        x = nx
+    return root
+
+
+@leaf
+def flow_pop(S, I, F, c):
+    """Take class c's first flow out of its heap."""
+    f = I[S.c_root + c]
+    I[S.c_root + c] = _merge(S, I, F, I[S.h_left + f], I[S.h_right + f])
+    I[S.h_left + f] = -1
+    I[S.h_right + f] = -1
+
+
+@leaf
+def class_advance(S, I, F, c, t):
+    """Move class c's clock to t at its current rate (constant since ``c_t``)."""
+    dt = t - F[S.c_t + c]
+    if dt > 0.0:
+        rt = F[S.c_rate + c]
+        if rt > 0.0 and rt < INF:     # infinite: its flows all finished at c_t
+            F[S.c_v + c] += rt * dt
+        F[S.c_t + c] = t
+
+
+@leaf
+def class_finish(S, I, F, c, v):
+    """When class c's clock reaches finish point v at the current rate."""
+    rm = v - F[S.c_v + c]
+    rt = F[S.c_rate + c]
+    if rm <= 0.0 or rt == INF:
+        return F[S.c_t + c]
+    if rt > 0.0:
+        return F[S.c_t + c] + rm / rt
+    return INF
+
+
+@leaf
+def _same_route(I, rp, rr, g, f):
+    """Whether flows g and f cross the same resources in the same order."""
+    eg, ef = I[rp + g], I[rp + f]
+    n = I[rp + f + 1] - ef
+    if I[rp + g + 1] - eg != n:
+        return False
+    for k in range(n):
+        if I[rr + eg + k] != I[rr + ef + k]:
+            return False
+    return True
+
+
+@leaf
+def class_join(I, F, m, t, work, fcap):
+    """Flow m (route set, ``work`` bytes, rate cap ``fcap``) joins its class at t."""
+    S = mm_state(I)
+    rp, rr = S.route_ptr, S.route_res
+    h = 0
+    for e in range(I[rp + m], I[rp + m + 1]):
+        h = (h * 31 + I[rr + e] + 1) & 0xFFFFFFFFFFFF     # route hash (no int64 overflow)
+    s = h & S.hmask
+    c = -1
+    while True:
+        c1 = I[S.ht + s]
+        if c1 == 0:
+            break
+        g = c1 - 1
+        if (I[S.c_hash + g] == h and F[S.c_fcap + g] == fcap
+                and _same_route(I, rp, rr, I[S.c_rep + g], m)):
+            c = g
+            break
+        s = (s + 1) & S.hmask
+    if c >= 0:
+        class_advance(S, I, F, c, t)
+    else:
+        n = I[S.si + N_FREE] - 1
+        I[S.si + N_FREE] = n
+        c = I[S.c_free + n]
+        I[S.ht + s] = c + 1
+        I[S.c_slot + c] = s
+        I[S.c_hash + c] = h
+        I[S.c_rep + c] = m
+        I[S.c_w + c] = 0
+        F[S.c_rate + c] = 0.0
+        F[S.c_v + c] = 0.0
+        F[S.c_t + c] = t
+        F[S.c_fcap + c] = fcap
+        I[S.c_root + c] = -1
+        I[S.c_bott + c] = -1
+        F[S.c_tfin + c] = INF
+        k = 0
+        for e in range(I[rp + m], I[rp + m + 1]):
+            r = I[rr + e]
+            n = I[S.r_len + r]
+            code = (c << S.hb) | k
+            I[S.r_item + I[S.seg + r] + n] = code
+            I[S.c_pos + code] = n
+            I[S.r_len + r] = n + 1
+            k += 1
+    I[S.c_w + c] += 1
+    I[S.f_cls + m] = c
+    F[S.vfin + m] = F[S.c_v + c] + work
+    I[S.h_left + m] = -1
+    I[S.h_right + m] = -1
+    I[S.c_root + c] = _merge(S, I, F, I[S.c_root + c], m)
+
+
+@leaf
+def class_drop(I, F, c, m):
+    """Class c lost its last flow (m, whose route it had): off the resources' lists, the
+    hash table and the heap of completions; its id back to the free list."""
+    S = mm_state(I)
+    rp, rr = S.route_ptr, S.route_res
+    k = 0
+    for e in range(I[rp + m], I[rp + m + 1]):
+        r = I[rr + e]
+        i = I[S.c_pos + ((c << S.hb) | k)]
+        n = I[S.r_len + r] - 1
+        o = S.r_item + I[S.seg + r]
+        last = I[o + n]
+        I[o + i] = last
+        I[S.c_pos + last] = i
+        I[S.r_len + r] = n
+        k += 1
+    # backward-shift deletion: later entries of the probe run move into the hole unless
+    # their home slot lies cyclically in (hole, their slot]
+    hm = S.hmask
+    i = I[S.c_slot + c]
+    j = i
+    while True:
+        j = (j + 1) & hm
+        c1 = I[S.ht + j]
+        if c1 == 0:
+            break
+        home = I[S.c_hash + c1 - 1] & hm
+        if i <= j:
+            stay = i < home <= j
+        else:
+            stay = home > i or home <= j
+        if not stay:
+            I[S.ht + i] = c1
+            I[S.c_slot + c1 - 1] = i
+            i = j
+    I[S.ht + i] = 0
+    if I[S.c_hpos + c] >= 0:
+        iheap_remove(I, F, S.c_item, S.c_hpos, S.c_tfin, 0, S.si, F_LEN, c)
+    F[S.c_tfin + c] = INF
+    I[S.c_root + c] = -1
+    I[S.c_rep + c] = -1
+    n = I[S.si + N_FREE]
+    I[S.c_free + n] = c
+    I[S.si + N_FREE] = n + 1

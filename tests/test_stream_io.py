@@ -1,0 +1,140 @@
+"""Streaming input/output (issue 10): the Parquet record source, ``ccmod run --stream`` and
+the streamed run directory, against the in-memory reader and run."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import run_cli
+from ccmod.api import load_workload, run
+from ccmod.streaming import run_streamed
+from ccmod.workloads.generators import generate
+from ccmod.workloads.parquet_stream import ParquetRecordSource
+from ccmod.workloads.tabular import write_parquet
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = [ROOT / "traces" / n for n in ("pingpong.ti", "stencil16.ti", "alltoall8.ti",
+                                          "simgrid-actions_with_isend.txt")]
+TRACES += [ROOT / "tests" / "data" / "goal" / "binary_tree_32.goal"]
+NET = "star:bandwidth=1e8,latency=1e-6"
+
+
+def _workloads():
+    for p in TRACES:
+        yield p.name, load_workload(p)
+    yield "halo2d", generate("halo2d:px=3,py=2,iterations=3", seed=3)
+    yield "reqreply", generate("reqreply:nranks=6,requests=5", seed=3)
+
+
+WORKLOADS = list(_workloads())
+
+
+def test_writer_row_groups_hold_one_rank_each(tmp_path):
+    w = load_workload(TRACES[1])
+    p = write_parquet(w, tmp_path / "s.parquet", row_group_size=7)
+    md = pq.ParquetFile(p).metadata
+    sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    ranks = [md.row_group(i).column(0).statistics for i in range(md.num_row_groups)]
+    assert max(sizes) == 7 and sum(sizes) == w.nrecords
+    assert all(s.min == s.max for s in ranks)
+    # every rank's records start a new group
+    starts = np.cumsum([0] + sizes)
+    assert set(w.rank_ptr[:-1][np.diff(w.rank_ptr) > 0]) <= set(starts)
+
+
+@pytest.mark.parametrize("name,w", WORKLOADS, ids=[n for n, _ in WORKLOADS])
+def test_source_reads_each_ranks_records_as_the_reader(tmp_path, name, w):
+    p = write_parquet(w, tmp_path / "w.parquet", row_group_size=5)
+    src = ParquetRecordSource(p, compute_scale=2.0)
+    assert src.nranks == w.nranks and np.array_equal(src.rank_ptr, w.rank_ptr)
+    rng = np.random.default_rng(0)
+    for r in range(w.nranks):
+        for reader in ("load", "scan"):
+            g = int(w.rank_ptr[r])
+            while g < w.rank_ptr[r + 1]:
+                g1 = min(int(w.rank_ptr[r + 1]), g + int(rng.integers(1, 9)))
+                got = src.read(r, g, g1, reader)
+                for c, v in got.items():
+                    want = np.asarray(getattr(w, c))[g:g1] * (2.0 if c == "duration_s" else 1)
+                    assert np.array_equal(v, want), (name, r, c)
+                g = g1
+    sends = np.isin(w.op, [1, 3])
+    rank = np.repeat(np.arange(w.nranks), np.diff(w.rank_ptr))
+    assert np.array_equal(src.op_counts([1, 3]), np.bincount(rank[sends], minlength=w.nranks))
+    if w.nrecords:
+        g = w.nrecords - 1
+        assert src.where(g)[1] == w.where(g)[1]
+
+
+def _tables(d):
+    return {n: pd.read_parquet(d / f"{n}.parquet")
+            for n in ("messages", "rank_states", "ranks", "links", "resources")}
+
+
+@pytest.mark.parametrize("name,w", WORKLOADS, ids=[n for n, _ in WORKLOADS])
+def test_streamed_run_writes_the_in_memory_tables(tmp_path, name, w):
+    p = write_parquet(w, tmp_path / "w.parquet", row_group_size=4)
+    for sharing, window in (("ccmod", 1), ("maxmin", 3)):
+        mem = run(p, NET, sharing=sharing, sinks=["parquet"], out_dir=tmp_path / "mem")
+        st = run_streamed(p, NET, sharing=sharing, window=window, out_dir=tmp_path / "st")
+        assert st.makespan_s.hex() == mem.makespan_s.hex()
+        a, b = _tables(tmp_path / "mem"), _tables(tmp_path / "st")
+        # link_load is not streamed, so neither is the utilisation peak taken from it
+        a["links"] = a["links"].drop(columns="utilisation_peak")
+        b["links"] = b["links"].drop(columns="utilisation_peak")
+        for k in a:
+            pd.testing.assert_frame_equal(a[k], b[k], check_exact=True, obj=f"{name} {k}")
+        assert not (tmp_path / "st" / "link_load.parquet").exists()
+        ja = json.loads((tmp_path / "mem" / "run.json").read_text())
+        jb = json.loads((tmp_path / "st" / "run.json").read_text())
+        for k in ("wall_s", "records_per_s", "rows", "options"):
+            ja.pop(k), jb.pop(k)
+        assert ja == jb
+        assert st.summary()["messages"] == mem.summary()["messages"]
+        assert not list((tmp_path / "st").glob(".*"))     # no temporary left
+
+
+def test_cli_stream_json_equals_in_memory(tmp_path):
+    p = write_parquet(load_workload(TRACES[1]), tmp_path / "s.parquet")
+    a = run_cli("run", p, "--json")
+    b = run_cli("run", p, "--stream", "--window", "2", "--json")
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    for j in (ja, jb):
+        j.pop("wall_s"), j.pop("records_per_s")
+    assert ja == jb
+
+
+def _one_line(res, *needles):
+    assert res.returncode == 2, res.stderr + res.stdout
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_inputs_that_cannot_be_streamed_fail_in_one_line(tmp_path):
+    import pyarrow as pa
+    ti = TRACES[1]
+    _one_line(run_cli("run", ti, "--stream"), "cannot stream", "ccmod convert")
+    # the older layout: one row group over every rank
+    w = load_workload(ti)
+    good = write_parquet(w, tmp_path / "g.parquet")
+    old = tmp_path / "old.parquet"
+    t = pq.read_table(good)
+    pq.write_table(t.replace_schema_metadata(t.schema.metadata), old, row_group_size=1 << 20)
+    assert run_cli("run", old, "--json").returncode == 0      # still read in memory
+    _one_line(run_cli("run", old, "--stream"), "row group 0 holds ranks", "ccmod convert")
+    # and `ccmod convert` rewrites it for streaming
+    assert run_cli("convert", old, tmp_path / "new.parquet").returncode == 0
+    assert run_cli("run", tmp_path / "new.parquet", "--stream").returncode == 0
+    _one_line(run_cli("run", good, "--stream", "--report", tmp_path / "r"), "--report")
+    _one_line(run_cli("run", good, "--stream", "--debug", "--out", tmp_path / "o"), "--debug")
+    _one_line(run_cli("run", good, "--window", "4"), "--window needs --stream")
+    _one_line(run_cli("run", good, "--stream", "--window", "0"), "at least 1")
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"x": [1, 2]}), bad)
+    _one_line(run_cli("run", bad, "--stream"), "not a ccmod workload")

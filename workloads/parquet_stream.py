@@ -1,0 +1,220 @@
+"""Per-rank record source over a ccmod Parquet trace, for streamed runs (issue 10).
+
+A streamed run (``ccmod run --stream``) never holds the trace: the kernel asks for each
+rank's next records (:mod:`ccmod.kernel.window`) and the matcher looks ahead in a sender's
+records. :class:`ParquetRecordSource` answers both from the file's *streaming layout*
+(:mod:`ccmod.workloads.tabular`: row groups that each hold one rank's records, in rank
+order): per rank and per reader (``"load"``, ``"scan"``) it keeps the one decoded row group
+it is reading, so memory is ``nranks`` x 2 groups (:func:`stream_group_rows`: ~2M rows in
+all), not the trace. Which rank a group holds, and how many records each rank has, come
+from the footer (row-group statistics of ``rank`` and row counts): opening the source reads
+no records.
+
+Records are validated as their group is decoded (op codes, peers, nulls); the line and
+file of a record (for an error message) are read on demand (:meth:`where`).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ccmod.errors import CcmodInputError
+
+#: columns a reader decodes: ``load`` the kernel's records, ``scan`` the matcher's look-ahead
+READER_COLUMNS = {"load": ("op", "peer", "tag", "nbytes", "duration_s", "req"),
+                  "scan": ("op", "peer", "tag", "nbytes")}
+_DTYPE = {"duration_s": np.float64}
+
+
+def not_streamable(path, why: str, hint: str) -> CcmodInputError:
+    """The one-line error for an input ``--stream`` cannot read."""
+    return CcmodInputError(f"cannot stream this trace: {why}", source=str(path), hint=hint)
+
+
+class ParquetRecordSource:
+    """Each rank's records of a ccmod Parquet trace, read group by group.
+
+    Parameters
+    ----------
+    path : path
+        A ccmod Parquet trace in the streaming layout (``ccmod convert`` writes it).
+    compute_scale : float
+        Multiplies ``duration_s`` (as the in-memory reader does).
+
+    Attributes
+    ----------
+    nranks, nrecords : int
+    rank_ptr : int64[nranks + 1]
+        Global record index range of each rank (the in-memory Workload's numbering).
+    files : list of str
+    meta : dict
+    """
+
+    def __init__(self, path, compute_scale: float = 1.0):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from ccmod.workloads.tabular import COLUMNS, _check_header, footer_metadata
+        self.path = src = str(path)
+        hint = f"rewrite it for streaming: ccmod convert {path} streamed.parquet"
+        if not Path(path).is_file():
+            raise CcmodInputError("no such file", source=src)
+        try:
+            pf = pq.ParquetFile(path)
+            schema = pf.schema_arrow
+            fmd = pf.metadata
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise not_streamable(path, f"not a Parquet file ({str(exc)[:80]})",
+                                 "--stream reads ccmod Parquet traces: convert with "
+                                 f"ccmod convert {path} trace.parquet") from None
+        missing = [c for c, _ in COLUMNS if c not in schema.names]
+        if missing:
+            raise not_streamable(path, f"not a ccmod workload (no column "
+                                 f"{', '.join(missing)})", "convert it with ccmod convert")
+        if not pa.types.is_integer(schema.field("op").type):
+            raise not_streamable(path, "op names, not op codes", hint)
+        md = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+              for k, v in (schema.metadata or {}).items()}
+        nranks, files, meta = footer_metadata(md, src)
+        ng = fmd.num_row_groups
+        rank_col = schema.names.index("rank")
+        g_rank = np.zeros(ng, np.int64)
+        g_rows = np.zeros(ng, np.int64)
+        for i in range(ng):
+            rg = fmd.row_group(i)
+            g_rows[i] = rg.num_rows
+            st = rg.column(rank_col).statistics
+            if g_rows[i] == 0:
+                g_rank[i] = g_rank[i - 1] if i else 0
+                continue
+            if st is None or not st.has_min_max:
+                raise not_streamable(path, "its row groups carry no rank statistics", hint)
+            if st.min != st.max:
+                raise not_streamable(path, f"row group {i} holds ranks {st.min}..{st.max} "
+                                     "(each rank's records must be in groups of their own)",
+                                     hint)
+            g_rank[i] = int(st.min)
+        if ng and (g_rank.min() < 0 or np.any(np.diff(g_rank) < 0)):
+            raise not_streamable(path, "row groups are not in rank order", hint)
+        top = int(g_rank.max()) + 1 if ng else 0
+        nranks, files, meta = _check_header(nranks, files, meta, top, int(g_rows.sum()), src)
+        self.pf, self.nranks, self.files, self.meta = pf, int(nranks), files, dict(meta)
+        self.group_rank = g_rank
+        self.group_start = np.concatenate([[0], np.cumsum(g_rows)]).astype(np.int64)
+        counts = np.bincount(g_rank, weights=g_rows, minlength=self.nranks).astype(np.int64)
+        self.rank_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.nrecords = int(self.rank_ptr[-1])
+        self.compute_scale = float(compute_scale)
+        self.read_from = src
+        self.meta.setdefault("source_format", self.meta.get("format", "parquet"))
+        self.meta["format"] = "parquet"
+        # per reader: rank -> (group index, its decoded columns)
+        self._cur = {k: [None] * self.nranks for k in READER_COLUMNS}
+        self.groups_read = 0
+
+    # -- reading ----------------------------------------------------------------------
+    def _group(self, i: int, cols) -> dict:
+        """Decode row group i's ``cols`` (validated; compact dtypes)."""
+        import pyarrow as pa
+        try:
+            t = self.pf.read_row_group(i, columns=list(cols))
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise CcmodInputError(f"cannot read row group {i}: {str(exc)[:100]}",
+                                  source=self.path, hint="is the file truncated or corrupt?")
+        out = {}
+        for c in cols:
+            col = t.column(c)
+            if col.null_count:
+                raise CcmodInputError(f"null values in column '{c}'", source=self.path)
+            out[c] = col.to_numpy()
+        self.groups_read += 1
+        g0 = int(self.group_start[i])
+        op = out["op"]
+        bad = np.flatnonzero((op < 0) | (op > 8))
+        if bad.size:
+            f, ln = self.where(g0 + int(bad[0]))
+            raise CcmodInputError(f"unknown op code {int(op[bad[0]])}", source=f, line=ln)
+        bad = np.flatnonzero(out["peer"] >= self.nranks)
+        if bad.size:
+            f, ln = self.where(g0 + int(bad[0]))
+            raise CcmodInputError(f"peer {int(out['peer'][bad[0]])} outside "
+                                  f"0..{self.nranks - 1}", source=f, line=ln)
+        return out
+
+    def read(self, r: int, g0: int, g1: int, reader: str = "load") -> dict:
+        """Columns of rank r's records ``[g0, g1)`` (global indices, int64 / float64).
+
+        Each reader keeps the group it is in, so reading a rank's records in order decodes
+        each of its groups once.
+        """
+        cols = READER_COLUMNS[reader]
+        cur = self._cur[reader]
+        parts = {c: [] for c in cols}
+        g = int(g0)
+        while g < g1:
+            i = int(np.searchsorted(self.group_start, g, side="right")) - 1
+            if cur[r] is None or cur[r][0] != i:
+                cur[r] = (i, self._group(i, cols))
+            data = cur[r][1]
+            a = g - int(self.group_start[i])
+            b = min(int(g1), int(self.group_start[i + 1])) - int(self.group_start[i])
+            for c in cols:
+                parts[c].append(data[c][a:b])
+            g += b - a
+            if g == self.group_start[i + 1]:
+                cur[r] = None      # the rank is past this group: let it go
+        out = {}
+        for c in cols:
+            dt = _DTYPE.get(c, np.int64)
+            out[c] = (np.concatenate(parts[c]).astype(dt) if parts[c]
+                      else np.zeros(0, dt))
+        if "duration_s" in out and self.compute_scale != 1.0:
+            out["duration_s"] *= self.compute_scale
+        return out
+
+    def op_counts(self, ops) -> np.ndarray:
+        """Per rank, how many records have an op in ``ops`` (reads the op column once,
+        group by group)."""
+        ops = np.asarray(list(ops), np.int64)
+        out = np.zeros(self.nranks, np.int64)
+        for i in range(len(self.group_rank)):
+            op = self.pf.read_row_group(i, columns=["op"]).column("op").to_numpy()
+            out[self.group_rank[i]] += int(np.isin(op, ops).sum())
+        return out
+
+    # -- what errors need ---------------------------------------------------------------
+    def rank_of(self, g: int) -> int:
+        return int(np.searchsorted(self.rank_ptr, g, side="right") - 1)
+
+    def where(self, g: int):
+        """(file, line) of record g, as :meth:`Workload.where` says it."""
+        i = int(np.searchsorted(self.group_start, g, side="right")) - 1
+        t = self.pf.read_row_group(i, columns=["line", "file_id"])
+        k = g - int(self.group_start[i])
+        ln, fid = int(t.column("line")[k].as_py()), int(t.column("file_id")[k].as_py())
+        f = self.files[fid] if 0 <= fid < len(self.files) else None
+        f = f"{self.read_from} (record of {os.path.basename(f)})" if f else self.read_from
+        return f, (ln if ln > 0 else None)
+
+    def record(self, g: int, name: str):
+        """One column value of record g (for error messages)."""
+        i = int(np.searchsorted(self.group_start, g, side="right")) - 1
+        t = self.pf.read_row_group(i, columns=[name])
+        return t.column(name)[g - int(self.group_start[i])].as_py()
+
+
+def open_stream_source(path, fmt: str = "auto", compute_scale: float = 1.0):
+    """The record source of ``path`` for ``--stream``, or the one-line error saying what to
+    do (other formats: convert to Parquet first)."""
+    p = Path(path)
+    if fmt not in ("auto", "parquet"):
+        raise not_streamable(path, f"--stream reads ccmod Parquet traces, not '{fmt}'",
+                             f"convert first: ccmod convert {path} trace.parquet")
+    if p.is_file():
+        with open(p, "rb") as f:
+            magic = f.read(4)
+        if magic != b"PAR1":
+            raise not_streamable(path, "--stream reads ccmod Parquet traces only",
+                                 f"convert first: ccmod convert {path} trace.parquet")
+    return ParquetRecordSource(path, compute_scale=compute_scale)
