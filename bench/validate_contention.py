@@ -310,8 +310,6 @@ def coll(fab, folder, base, jobs, model, net, mpi, sharings, rows, quick):
         sizes = sorted(meas)
         if quick:
             sizes = sizes[::3]
-        if kind == "alltoall":
-            sizes = [n for n in sizes if n <= 65536 or not quick]
         for sh in sharings:
             big, small = [], []
             for n in sizes:
