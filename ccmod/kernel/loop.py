@@ -40,6 +40,7 @@ from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flus
 from ccmod.kernel.compiled import (borrow, bg_steps, cc_state, leaf, mm_state, msg_in,
                                    msg_st, rank_st, scalars, timers)
 from ccmod.kernel.heaps import timer_pop, timer_set
+from ccmod.kernel.record import log_load, log_sig, log_state
 from ccmod.kernel.state import Logs, Program
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
                                  mm_start)
@@ -59,7 +60,7 @@ INF = float("inf")
 @njit(cache=True)
 def _sig(C, L, t, code, a, b, c, d, f):
     if C.signals:
-        L.sig.append((t, code, a, b, c, d, f))
+        log_sig(L, (t, code, a, b, c, d, f))
 
 
 @leaf
@@ -91,7 +92,7 @@ def _interval(C, L, I, F, r, state, t0, t1):
     F[R.state_s + r * NSTATES + state] += t1 - t0 - F[R.h_inside + r]
     F[R.h_inside + r] = 0.0
     if C.record and t1 > t0:
-        L.states.append((r, state, t0, t1))
+        log_state(L, (r, state, t0, t1))
 
 
 @njit(cache=True)
@@ -118,7 +119,7 @@ def _log_route(L, I, m, t, count):
     M = msg_in(I)
     for e in range(I[M.route_ptr + m], I[M.route_ptr + m + 1]):
         r = I[M.route_res + e]
-        L.load.append((t, r, I[count + r]))
+        log_load(L, (t, r, I[count + r]))
 
 
 @njit(cache=True)
@@ -413,7 +414,22 @@ def run_loop(C, P, L, I, F):
     P = Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur), borrow(P.rec_msg),
                 borrow(P.wait_msg), borrow(P.wait_side), borrow(P.wa_ptr), borrow(P.wa_msg),
                 borrow(P.wa_side), borrow(P.rank_end), borrow(P.more))
+    if not C.record and not C.signals:
+        return _loop_quiet(C, P, I, F)
     L = Logs(borrow(L.states), borrow(L.load), borrow(L.sig))
+    return _loop(C, P, L, I, F)
+
+
+@leaf
+def _loop_quiet(C, P, I, F):
+    """The loop when nothing is recorded: ``L`` None, and (compiled from a leaf) every
+    function below without numba's reference counting, which otherwise costs a call per
+    array argument at each entry and exit of each non-leaf function (~2x slower)."""
+    return _loop(C, P, None, I, F)
+
+
+@njit(cache=True)
+def _loop(C, P, L, I, F):
     M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
     K, BG = scalars(I), bg_steps(I)
     CS, MS = cc_state(I), mm_state(I)

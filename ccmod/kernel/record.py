@@ -6,7 +6,8 @@ the debug sink's text (the article's otrdeb format) only here, when written.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 from numba.typed import List
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
@@ -27,6 +28,44 @@ def empty_logs():
     sg.append((0.0, 0, 0, 0, 0, 0, 0.0))
     sg.pop()
     return st, ld, sg
+
+
+# -- appends from the loop: ``L`` is the Logs, or None when nothing is recorded ----------
+# (the loop is then compiled a second time with ``L`` None and no reference counting at
+# all, see :func:`ccmod.kernel.loop.run_loop`: these appends type to nothing there)
+def log_sig(L, row):
+    """Append a signal row to ``L.sig`` (nothing when ``L`` is None)."""
+    if L is not None:
+        L.sig.append(row)
+
+
+def log_state(L, row):
+    """Append a rank-state interval to ``L.states`` (nothing when ``L`` is None)."""
+    if L is not None:
+        L.states.append(row)
+
+
+def log_load(L, row):
+    """Append a contention change to ``L.load`` (nothing when ``L`` is None)."""
+    if L is not None:
+        L.load.append(row)
+
+
+def _log_impl(field):
+    def impl(L, row):
+        if isinstance(L, types.NoneType):
+            return lambda L, row: None
+        if field == "sig":
+            return lambda L, row: L.sig.append(row)
+        if field == "states":
+            return lambda L, row: L.states.append(row)
+        return lambda L, row: L.load.append(row)
+    return impl
+
+
+overload(log_sig)(_log_impl("sig"))
+overload(log_state)(_log_impl("states"))
+overload(log_load)(_log_impl("load"))
 
 
 @njit(cache=True)
