@@ -83,8 +83,34 @@ def _peak_rss() -> int:
     return 0
 
 
+def _arrays_MB(obj) -> float:
+    """Megabytes of the numpy arrays among ``obj``'s attributes."""
+    import numpy as np
+    d = obj if isinstance(obj, dict) else vars(obj)
+    return sum(v.nbytes for v in d.values() if isinstance(v, np.ndarray)) / 2**20
+
+
+def _parts(eng, result) -> dict:
+    """What the run holds at its end, by owner (MB): where the peak comes from."""
+    parts = {"records (Workload)": _arrays_MB(eng.w), "messages (compile)": _arrays_MB(eng.m),
+             "kernel state (arena)": (eng.I.nbytes + eng.F.nbytes) / 2**20}
+    if eng.feed is not None:
+        parts["window feed"] = _arrays_MB(eng.feed) + _arrays_MB(eng.feed.matcher or {})
+    m = result.__dict__.get("messages")
+    parts["messages table"] = _arrays_MB(getattr(m, "columns", {}) or {})
+    return {k: round(v, 1) for k, v in parts.items()}
+
+
 def _child(trace: str, mode: str, window: int, out: str) -> None:
     from ccmod.api import run
+    import ccmod.engine
+    seen = {}
+    real_run = ccmod.engine.Engine.run
+
+    def keep(self):      # the main engine, for the memory breakdown
+        seen.setdefault("eng", self)
+        return real_run(self)
+    ccmod.engine.Engine.run = keep
     t0 = time.perf_counter()
     if mode == "stream":
         from ccmod.streaming import run_streamed
@@ -94,7 +120,7 @@ def _child(trace: str, mode: str, window: int, out: str) -> None:
                 window_records=window if mode == "window" else None)
     print(json.dumps({"records": r.records, "engine_s": r.wall_s,
                       "whole_s": time.perf_counter() - t0, "makespan_s": r.makespan_s.hex(),
-                      "peak_MB": _peak_rss() / 2**20}))
+                      "peak_MB": _peak_rss() / 2**20, "parts_MB": _parts(seen["eng"], r)}))
 
 
 def main() -> None:
@@ -111,7 +137,8 @@ def main() -> None:
     d = Path(a.workdir)
     d.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    print("| records | mode | engine rec/s | whole s | peak MB |\n|---|---|---|---|---|")
+    print("| records | mode | engine rec/s | whole s | peak MB | held at the end (MB) |\n"
+          "|---|---|---|---|---|---|")
     for nrec in a.records:
         trace = d / f"random64_{int(nrec)}.parquet"
         if not trace.exists():
@@ -130,7 +157,9 @@ def main() -> None:
             spans.add(r["makespan_s"])
             label = mode if mode == "whole" else f"{mode} {a.window}"
             print(f"| {r['records']:,} | {label} | {r['records'] / r['engine_s']:,.0f} | "
-                  f"{r['whole_s']:.1f} | {r['peak_MB']:.0f} |", flush=True)
+                  f"{r['whole_s']:.1f} | {r['peak_MB']:.0f} | "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in r["parts_MB"].items()) + " |",
+                  flush=True)
         if len(spans) != 1:
             raise SystemExit(f"makespans differ: {spans}")
 

@@ -220,7 +220,8 @@ class Engine:
                           routes=routes if code == 0 else None)
         self.MSo = mm_new(A, nresources, capacity_Bps, bgr,
                           *((rp, rr) if code == 1 else (empty_p, empty_r)),
-                          routes=routes if code == 1 else None)
+                          routes=routes if code == 1 else None,
+                          flow_cap=msgs.flow_cap_Bps if code == 1 else None)
         self.I, self.F = A.alloc()
         _share_inputs(msgs, A.views(ks.MsgIn, self.I, self.F))
         # numpy views of the same state, for Python (results, diagnostics)

@@ -58,6 +58,9 @@ class _Drain:
             self.writer.states(*state_arrays(L.states))
         L.states.clear()
         L.load.clear()
+        # what was recorded went to the writer: the collector builds no interval tables
+        # (nor the link utilisation over every message that link_load would need)
+        eng.record = False
 
 
 def run_streamed(trace, network="star", options=None, *, out_dir=None,
@@ -99,11 +102,6 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
     try:
         result = run(w, network, opts, record=writer is not None, window_records=W,
                      progress=progress, bounds=bounds, on_pause=_Drain(writer))
-        result.rank_states = result.link_load = None
-        links = result.__dict__.get("links")
-        if isinstance(getattr(links, "columns", None), dict):
-            # the peak comes from the link_load intervals, which are not kept
-            links.columns["utilisation_peak"] = np.full(len(links), np.nan)
         if writer is not None:
             _write_messages(result, writer)
             writer.finish(result)
@@ -131,3 +129,4 @@ def _write_messages(result, writer) -> None:
     n = result.table_len("messages")
     for a in range(0, n, MESSAGE_BATCH):
         writer.messages({k: np.asarray(v)[a:a + MESSAGE_BATCH] for k, v in cols.items()})
+

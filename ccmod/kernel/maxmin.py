@@ -32,12 +32,44 @@ from ccmod.kernel.mm_classes import (F_LEN, N_ACTIVE, N_DIRTY, N_FREE, class_adv
 INF = np.inf
 
 
+def class_bound(nresources, route_ptr, route_res, flow_cap):
+    """How many classes the messages can form: their distinct (route, rate cap) pairs.
+
+    Each pair is one integer (the cap's index, then every hop's resource + 1, in base
+    ``nresources + 1``; a shorter route ends with zero digits), exact while it fits in 62
+    bits; otherwise, or without caps, the number of messages (always enough).
+    """
+    M = len(route_ptr) - 1
+    if flow_cap is None or M <= 1 or len(route_res) == 0:
+        return max(M, 1)
+    rp = np.asarray(route_ptr, np.int64)
+    rr = np.asarray(route_res, np.int64)
+    lens = np.diff(rp)
+    hops = int(lens.max())
+    cap = np.asarray(flow_cap, np.float64)[:M]
+    if np.all(cap == cap[0]):
+        ncaps, key = 1, np.zeros(M, np.int64)
+    else:
+        caps, key = np.unique(cap, return_inverse=True)
+        ncaps, key = len(caps), key.astype(np.int64).reshape(M)
+    base = int(nresources) + 1
+    if hops * np.log2(base) + np.log2(ncaps) >= 62:
+        return M
+    for k in range(hops):
+        v = np.where(k < lens, rr[np.minimum(rp[:-1] + k, len(rr) - 1)] + 1, 0)
+        key = key * base + v
+    key.sort()                # (np.unique hashes integers: several times slower here)
+    return 1 + int(np.count_nonzero(key[1:] != key[:-1]))
+
+
 def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=None,
-           routes=None, max_hops=None):
+           routes=None, max_hops=None, flow_cap=None):
     """Lay out the state in arena ``A`` (see :func:`ccmod.kernel.ccmod_rule.cc_new`).
 
     ``max_hops`` bounds the length of routes not known yet (``route_ptr`` filled later, as
     :class:`ccmod.kernel.facade.MaxMinSharing` does); by default the longest given route.
+    ``flow_cap`` (the messages' rate caps, routes given) sizes the class arrays by the
+    classes the messages can form (:func:`class_bound`) instead of one per message.
     """
     R = int(nresources)
     M = len(route_ptr) - 1
@@ -52,7 +84,7 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
     if max_hops is not None:
         hops = max(hops, int(max_hops))
     hb = max(hops - 1, 0).bit_length()          # a class's hop k at code (c << hb) | k
-    NC = max(M, 1)                     # classes: at most one per active flow
+    NC = class_bound(R, route_ptr, route_res, flow_cap)   # at most one per flow, too
     T = 1 << max(1, 2 * NC - 1).bit_length()    # class hash table, at most half full
     si0 = np.zeros(4, np.int64)
     si0[N_FREE] = NC
