@@ -24,7 +24,11 @@ the engine's own wall time (compile + evaluate, no reading); SimGrid's is record
 (``Engine.run`` of a second run in the same process: no matching, routing, state set-up,
 numba start-up or cache load); ``whole s`` is the whole process (``ccmod run trace.ti
 --json`` vs the SimGrid binary: start-up, reading, simulating). Memory: peak RSS above the interpreter
-with ccmod imported, per record (not recording outputs).
+with ccmod imported, per record (not recording outputs; numba's own start-up, ~40 MB when
+its first compiled function is loaded, is included). Children run with their bytecode
+written and read (``PYTHONDONTWRITEBYTECODE`` dropped, as ``bench/bench_startup.py`` does):
+an installed package has its ``.pyc`` files, and without them every whole-process run
+recompiled ccmod's sources (~0.5 s).
 """
 from __future__ import annotations
 
@@ -152,10 +156,16 @@ def _child(args) -> None:
                       "peak_MB": peak / 2**20}))
 
 
+def _child_env(**extra):
+    e = dict(os.environ, PYTHONPATH=str(ROOT), **extra)
+    e.pop("PYTHONDONTWRITEBYTECODE", None)
+    return e
+
+
 def run_ccmod(case, sharing, network, env=None):
     cmd = [sys.executable, __file__, "--child", "--trace", case["trace"], "--map", case["map"],
            "--network", network, "--sharing", sharing]
-    e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    e = _child_env(**(env or {}))
     p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=3600)
     if p.returncode:
         raise SystemExit(p.stderr[-3000:])
@@ -165,7 +175,7 @@ def run_ccmod(case, sharing, network, env=None):
 def run_ccmod_whole(case, sharing, network):
     cmd = [sys.executable, "-m", "ccmod", "run", case["trace"], "--network", network,
            "--sharing", sharing, "--map", case["map"], "--json"]
-    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    e = _child_env()
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=3600)
     if p.returncode:

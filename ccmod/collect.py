@@ -48,9 +48,13 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         else np.zeros(0)
     t_start = np.asarray(engine.t_start, float)
     t_end = np.asarray(engine.t_end, float)
-    span = t_end - t_start
+    # span / quiet where quiet > 0, else 1, computed in place (no per-message temporaries)
+    slowdown = np.subtract(t_end, t_start)
+    pos = msgs.quiet_s > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        slowdown = np.where(msgs.quiet_s > 0, span / msgs.quiet_s, 1.0)
+        np.divide(slowdown, msgs.quiet_s, out=slowdown, where=pos)
+    slowdown[~pos] = 1.0
+    del pos
     bott = engine.bott
     names = np.array([network.resource_name(i) for i in range(network.nresources)] + [""],
                      dtype=object)

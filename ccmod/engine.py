@@ -62,6 +62,24 @@ def capacity_ratio(nresources, capacity_Bps, route_ptr, route_res, flow_cap_Bps)
     return out
 
 
+#: Messages fields the arena holds as exact copies (same dtype): (Messages name, MsgIn name)
+_SHARED_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "o_send"),
+                  ("o_recv_s", "o_recv"), ("handler_s", "handler_s"),
+                  ("flow_cap_Bps", "flow_cap"), ("nbytes", "nbytes"), ("route_ptr", "route_ptr"))
+
+
+def _share_inputs(msgs, views):
+    """Point ``msgs``' fields at the kernel's read-only copies of them (``views``, numpy
+    views of the arena) when they are the same dtype: one copy of each in memory, not two.
+    The kernel never writes its message inputs; the views are made read-only to keep it so.
+    """
+    for name, field in _SHARED_INPUTS:
+        a, v = getattr(msgs, name, None), getattr(views, field)
+        if isinstance(a, np.ndarray) and a.dtype == v.dtype and a.shape == v.shape:
+            v.flags.writeable = False
+            setattr(msgs, name, v)
+
+
 class Engine:
     """Evaluate one workload on one network.
 
@@ -208,7 +226,7 @@ class Engine:
         else:
             msgs = self.m
             rp = np.asarray(msgs.route_ptr, np.int64)
-            rr = np.asarray(msgs.route_res, np.int64)
+            rr = msgs.route_res      # int32: copied into the int64 arena as it is
             fields = dict(
                 nmsg=("v", S), src=("i", S, msgs.src), dst=("i", S, msgs.dst),
                 nbytes=("i", S, msgs.nbytes), quiet=("f", S, msgs.quiet_s),
@@ -245,6 +263,9 @@ class Engine:
                               "flow_cap": None if self.slots is not None
                               else self.m.flow_cap_Bps} if code == 1 else {}))
         self.I, self.F = A.alloc()
+        if self.slots is None:
+            # whole program: MsgIn is per message, so Messages can share the arena's copy
+            _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F))
         # numpy views of the same state, for Python (results, diagnostics)
         self.Mv = A.views(ks.MsgIn, self.I, self.F)
         self.R = A.views(ks.RankSt, self.I, self.F)

@@ -5,7 +5,7 @@ plugin rooms ``ccmod.netsys``, ``ccmod.workloads`` and ``ccmod.outputs``. The ru
 
 - the package facade (``ccmod/__init__.py``, lazy ``ccmod.run``) belongs to the front end;
 - the core (errors, input guards, units, registry, options, codes, atomic writes, JSON, progress bar,
-  sharing-rule names, the RunResult data type) imports nothing else of ccmod;
+  sharing-rule names, numba start-up, the RunResult data type) imports nothing else of ccmod;
 - the rooms import the core and each other, never the engine or the front end (API, CLI,
   sweep, analytic);
 - the engine (compile, kernel, engine, handlers, collect, linkrate) never imports ``ccmod.outputs``
@@ -21,7 +21,7 @@ ROOMS = {"ccmod": "ccmod", "netsys": "ccmod.netsys", "workloads": "ccmod.workloa
          "outputs": "ccmod.outputs"}
 CORE = {"ccmod.errors", "ccmod.units", "ccmod.registry", "ccmod.options",
         "ccmod.codes", "ccmod.atomic", "ccmod.jsonio", "ccmod.progress", "ccmod.sharing",
-        "ccmod.result", "ccmod.guard"}
+        "ccmod.result", "ccmod.guard", "ccmod.jit"}
 ENGINE = {"ccmod.compile", "ccmod.kernel", "ccmod.engine", "ccmod.handlers", "ccmod.collect",
           "ccmod.linkrate"}
 

@@ -200,3 +200,28 @@ def test_digit_reader_agrees_with_int():
             assert good == want, (t, maxlen)
             if want:
                 assert v == int(t), t
+
+
+def test_compiled_tokens_and_digits_equal_numpy(monkeypatch):
+    # the compiled tokeniser and digit reader (ccmod.workloads.ti_compiled) give what the
+    # numpy versions (used under NUMBA_DISABLE_JIT=1) give, on odd bytes too
+    rng = np.random.default_rng(7)
+    alphabet = np.frombuffer(b"0123456789 \t\n-.ea#", np.uint8)
+    for n in (0, 1, 2, 50, 3000):
+        data = rng.choice(alphabet, n).tobytes() + b"\n12 345678901 00000000000000001\n"
+        data += b"x" * int(rng.integers(0, 3))
+        for jit in (True, False):
+            if not jit:
+                monkeypatch.setattr(ti_fast, "_compiled", lambda name: None)
+            T = ti_fast._Tokens(data)
+            got = (T.st.tolist(), T.en.tolist(), T.nl.tolist(), T.first.tolist(),
+                   T.line_idx.tolist(), T.ntok.tolist())
+            digits = [ti_fast._digits(T, T.st, T.en, m) for m in (2, 10, 15)]
+            if jit:
+                ref_t, ref_d = got, digits
+            else:
+                assert got == ref_t
+                for (v, ok), (rv, rok) in zip(digits, ref_d):
+                    assert ok.tolist() == rok.tolist() and v[ok].tolist() == rv[rok].tolist()
+            monkeypatch.undo()
+    assert sum(ok.sum() for _, ok in ref_d) > 0      # some tokens were numbers

@@ -25,6 +25,8 @@ from ccmod.workloads.base import (OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT,
 
 #: MPI wildcard marker used by the readers for ANY_SOURCE / ANY_TAG
 ANY = -1
+#: collectives whose members must all pass the same count
+_SAME_COUNT = frozenset({"bcast", "reduce", "allreduce", "allgather", "alltoall"})
 _P2P, _COMPUTE, _COLL = 0, 1, 2
 
 #: MPI call name (lower case, without ``mpi_``) -> collectives.expand kind
@@ -79,12 +81,13 @@ class _CommProxy:
 class CollInstance:
     """One collective call on one communicator, seen by all its members."""
 
-    __slots__ = ("kind", "members", "size", "parts", "gid")
+    __slots__ = ("kind", "members", "size", "parts", "gid", "agreed")
 
     def __init__(self, kind, members, size):
         self.kind, self.members, self.size = kind, members, size
         self.parts: dict[int, dict] = {}   # local rank -> info recorded by that member
         self.gid = -1
+        self.agreed = None                 # the count all members use (_agreed_nbytes)
 
 
 class TraceAssembler:
@@ -390,7 +393,13 @@ class TraceAssembler:
             # root not recorded: the member that sends (bcast/scatter) or receives the data
             side = "sent_total" if k in ("bcast", "scatter", "scatterv") else "recv_total"
             root = next((i for i, q in enumerate(parts) if (q[side] or 0) > 0), 0)
-        kw = dict(nbytes=max(int(part["nbytes"] or 0), 0), recv_nbytes=part["recv_nbytes"],
+        nbytes = part["nbytes"]
+        if k in _SAME_COUNT:
+            # MPI requires every member to pass the same count: a trace that disagrees
+            # (corrupt or erroneous) gets one size for all, or its sends and receives
+            # would not pair up (the root's, else the most common one)
+            nbytes = self._agreed_nbytes(inst, parts, root if k in ("bcast", "reduce") else -1)
+        kw = dict(nbytes=max(int(nbytes or 0), 0), recv_nbytes=part["recv_nbytes"],
                   send_counts=part["send_counts"], recv_counts=part["recv_counts"],
                   root=root if 0 <= root < p else 0)
         if k == "gatherv" and kw["recv_counts"] is None:
@@ -417,6 +426,20 @@ class TraceAssembler:
         if k == "barrier" and not world and alg == "native":
             alg = "dissemination"
         C.expand(target, local, p, k, inst.gid, algorithm=alg, line=line, file_id=fid, **kw)
+
+    def _agreed_nbytes(self, inst, parts, root):
+        if inst.agreed is None:
+            sizes = [int(q["nbytes"] or 0) for q in parts]
+            if 0 <= root < len(sizes):
+                inst.agreed = sizes[root]
+            else:   # most common size; ties go to the larger
+                inst.agreed = max(set(sizes), key=lambda v: (sizes.count(v), v))
+            if any(v != inst.agreed for v in sizes):
+                self.count("collective_size_mismatch")
+                self.note("members of a collective call passed different counts (an "
+                          "erroneous or corrupt trace): all use the root's or the most "
+                          "common size (collective_size_mismatch)")
+        return inst.agreed
 
     # -- wildcard receives and channel balance ------------------------------------------
     def _resolve_wildcards(self):

@@ -88,7 +88,9 @@ def blocks(data: bytes, size: int = BLOCK_BYTES):
 
 
 class _Tokens:
-    """Token boundaries of one block: per non-empty line its first token and count."""
+    """Token boundaries of one block: per non-empty line its first token and count
+    (found by one compiled pass over the bytes, :mod:`ccmod.workloads.ti_compiled`; with numba's
+    JIT off, by numpy)."""
 
     def __init__(self, data: bytes):
         buf = np.frombuffer(data, np.uint8)
@@ -99,13 +101,21 @@ class _Tokens:
         pad = np.concatenate([buf, np.zeros(8, np.uint8)])
         self.buf = pad[:len(buf)]
         self.u64 = np.ndarray((len(buf) + 1,), dtype="<u8", buffer=pad, strides=(1,))
-        nw = ((buf != 32) & (buf != 10) & (buf != 9)).view(np.int8)
-        edge = np.diff(nw, prepend=np.int8(0), append=np.int8(0))
-        self.st = np.flatnonzero(edge == 1)
-        self.en = np.flatnonzero(edge == -1)
-        self.nl = np.flatnonzero(buf == 10)
-        # line index (in block) of each token: newlines before its start
-        tl = np.cumsum(buf == 10, dtype=np.int32)[self.st] if len(self.st) else self.st
+        bounds = _compiled("token_bounds")
+        if bounds is not None:
+            cap = len(buf) // 2 + 1
+            st, en = np.empty(cap, np.int64), np.empty(cap, np.int64)
+            tl, nl = np.empty(cap, np.int32), np.empty(len(buf) + 1, np.int64)
+            k, n = bounds(self.buf, st, en, tl, nl)
+            self.st, self.en, self.nl, tl = st[:k].copy(), en[:k].copy(), nl[:n].copy(), tl[:k]
+        else:
+            nw = ((buf != 32) & (buf != 10) & (buf != 9)).view(np.int8)
+            edge = np.diff(nw, prepend=np.int8(0), append=np.int8(0))
+            self.st = np.flatnonzero(edge == 1)
+            self.en = np.flatnonzero(edge == -1)
+            self.nl = np.flatnonzero(buf == 10)
+            # line index (in block) of each token: newlines before its start
+            tl = np.cumsum(buf == 10, dtype=np.int32)[self.st] if len(self.st) else self.st
         first = np.ones(len(tl), bool)
         first[1:] = tl[1:] != tl[:-1]
         self.first = np.flatnonzero(first)           # token index of each line's rank
@@ -150,12 +160,35 @@ _HI = np.uint64(0xF0F0F0F0F0F0F0F0)
 
 
 def _digits(T, s, e, maxlen: int):
-    """Values and validity of tokens [s, e) made of 1..maxlen ASCII digits.
+    """Values and validity of tokens [s, e) made of 1..maxlen ASCII digits (values are
+    unspecified where not valid).
 
-    Up to 8 digits at once per token (SWAR on the 8 bytes as one uint64: left-pad with
-    '0', check every byte is a digit, combine 2 -> 4 -> 8 digits); longer ones digit by
-    digit.
+    Compiled (:mod:`ccmod.workloads.ti_compiled`, one pass over each token's bytes); with
+    ``NUMBA_DISABLE_JIT=1`` the numpy version below, the same results.
     """
+    digit_values = _compiled("digit_values")
+    if digit_values is not None:
+        val = np.empty(len(s), np.int64)
+        ok = np.empty(len(s), np.bool_)
+        digit_values(T.buf, s, e, maxlen, val, ok)
+        return val, ok
+    return _digits_numpy(T, s, e, maxlen)
+
+
+def _compiled(name):
+    """A compiled helper of :mod:`ccmod.workloads.ti_compiled`, or None when numba's JIT is off
+    (interpreted, a loop over every byte would be far slower than numpy)."""
+    from ccmod.jit import jit_enabled
+    if not jit_enabled():
+        return None
+    from ccmod.workloads import ti_compiled
+    return getattr(ti_compiled, name)
+
+
+def _digits_numpy(T, s, e, maxlen: int):
+    """:func:`_digits` with numpy: up to 8 digits at once per token (SWAR on the 8 bytes as
+    one uint64: left-pad with '0', check every byte is a digit, combine 2 -> 4 -> 8
+    digits); longer ones digit by digit."""
     L = e - s
     ok = (L >= 1) & (L <= maxlen)
     val = np.zeros(len(s), np.int64)

@@ -29,44 +29,13 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from ccmod.jit import blas_check_without_scipy_linalg
 from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt, RankSt,
                                 Scalars, Timers)
 
 
-def _blas_check_without_scipy_linalg() -> None:
-    """Let numba's BLAS check pass without importing the whole of scipy.linalg.
-
-    At its first compile or cache load numba imports ``numba.np.arraymath``, which checks
-    that a BLAS is there (for ``np.dot`` & co.) by importing ``scipy.linalg.cython_blas``:
-    that runs scipy.linalg's ``__init__`` (scipy's array-API layer, numpy.f2py,
-    numpy.testing: ~0.25 s of a warm ``ccmod run``), though no kernel calls a BLAS. Here the
-    module is looked up on disk instead (so numba's answer is the same) and an empty stand-in
-    sits in ``sys.modules`` only while ``numba.np.arraymath`` is imported; were a BLAS call
-    ever compiled, numba would import the real module then.
-    """
-    name = "scipy.linalg.cython_blas"
-    if (os.environ.get("NUMBA_DISABLE_JIT") == "1" or "numba.np.arraymath" in sys.modules
-            or name in sys.modules):
-        return
-    import importlib.machinery
-    import importlib.util
-    from types import ModuleType
-    try:
-        spec = importlib.util.find_spec("scipy")
-        dirs = [os.path.join(d, "linalg") for d in (spec.submodule_search_locations or [])]
-        if importlib.machinery.PathFinder.find_spec(name, dirs) is None:
-            return
-    except (AttributeError, ImportError, ValueError):
-        return                      # no scipy: numba finds no BLAS either way
-    stand_in = sys.modules[name] = ModuleType(name)
-    try:
-        import numba.np.arraymath  # noqa: F401  (runs the check)
-    finally:
-        if sys.modules.get(name) is stand_in:
-            del sys.modules[name]
-
-
-_blas_check_without_scipy_linalg()
+# numba's BLAS check without scipy.linalg: before any compile or cache load (ccmod.jit)
+blas_check_without_scipy_linalg()
 
 leaf = njit(cache=True, _nrt=False)
 

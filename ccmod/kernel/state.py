@@ -128,10 +128,16 @@ class Arena:
         """The buffers, initialised: ``(I, F)``."""
         bufs = {"i": np.zeros(max(self.size["i"], 1), np.int64),
                 "f": np.zeros(max(self.size["f"], 1), np.float64)}
-        for kind, off, n, init in self.inits:
-            if n:
+        inits, self.inits = self.inits, []
+        inits.reverse()
+        while inits:
+            # popped: an input no one else holds is freed as soon as it is copied in
+            kind, off, n, init = inits.pop()
+            # the buffers are zeros already: a zero fill would only touch pages (time, and
+            # resident memory for scratch fields the kernel may never reach)
+            if n and not (np.isscalar(init) and init == 0):
                 bufs[kind][off:off + n] = init
-        self.inits = []        # drop references to the inputs copied in
+            del init
         return bufs["i"], bufs["f"]
 
     def views(self, cls, I, F):
