@@ -23,7 +23,7 @@ _noticed = False
 def _drop_stale_cache() -> None:
     """Forget numba's cached kernels when any kernel source changed.
 
-    numba keys the cache of ``run_loop`` on loop.py alone: after an edit of ccmod_rule.py
+    numba keys the cache of the loop's entries on loop.py alone: after an edit of ccmod_rule.py
     or maxmin.py (a developer's checkout, an upgrade that keeps loop.py's timestamp) the
     cached loop would silently run the old rule. A fingerprint of every kernel source,
     kept beside the cache, decides when to drop it.
@@ -64,7 +64,7 @@ def cache_is_cold() -> bool:
     if base:
         dirs.insert(0, Path(base))
     for d in dirs:
-        if d.is_dir() and any(d.rglob("loop.run_loop-*.nbi")):
+        if d.is_dir() and any(d.rglob("loop.run_*-*.nbi")):
             return False
     return True
 

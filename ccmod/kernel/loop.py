@@ -1,6 +1,6 @@
 """The event-horizon loop: ranks walk their records, messages share the network.
 
-One compiled function (:func:`run_loop`) over flat arrays, the article's evaluation
+Compiled functions (entered through :func:`run_loop`) over flat arrays, the article's evaluation
 kernel. It jumps from event horizon to event horizon: the earliest of the next timer
 (compute or overhead end, latency end, delayed injection, unshared message end, handler
 end, resume), the next completion under the sharing rule (:mod:`ccmod.kernel.ccmod_rule`
@@ -19,19 +19,12 @@ Active messages (LoPC): a request runs a handler on its target as soon as the ta
 processor is free of earlier handlers, interrupting compute; the reply's handler runs on
 the requester, which resumes after it.
 
-The program may be a window of each rank's records (streaming, :mod:`ccmod.kernel.window`):
-a rank about to read past ``rank_end[r]`` while ``more[r]`` says its trace goes on is
-*starved*: the loop records it (``K_STARVED``) and returns at once, mid-horizon; the
-caller refills that rank's window and calls again, and the loop resumes exactly where it
-stopped (the starved rank's interpretation, then the ready queue, then the horizons), so a
-windowed run is bit for bit the run of the whole program.
-
-Streaming also recycles message slots (``C.recycle``): every reader of a slot holds a
-reference (its send and receive records until posted, each wait on it until passed, the
-transfer until it ends); when the last is dropped the slot goes to ``MsgSt.ret``, where
-the host takes its outputs before giving the slot to another message
-(:mod:`ccmod.kernel.slots`). An active-message pair is retired when the reply's handler
-ends.
+Streaming (:mod:`ccmod.kernel.window`): a rank about to read past ``rank_end[r]`` while
+``more[r]`` says its trace goes on is *starved*: the loop sets ``K_STARVED`` and returns
+mid-horizon; the caller refills the window and the loop resumes exactly where it stopped,
+bit for bit the whole program's run. With ``C.recycle`` every reader of a message slot
+holds a reference and a slot whose last one drops goes to ``MsgSt.ret``
+(:mod:`ccmod.kernel.slots`; an active-message pair retires when the reply's handler ends).
 
 The loop can stop after ``max_events`` horizons and be called again (progress reports):
 all its state lives in the arrays it is given: two buffers, ``I`` (int64) and ``F``
@@ -47,28 +40,21 @@ from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flus
 from ccmod.kernel.compiled import (borrow, bg_steps, cc_state, leaf, mm_state, msg_in,
                                    msg_st, rank_st, scalars, timers)
 from ccmod.kernel.heaps import timer_pop, timer_set
-from ccmod.kernel.record import log_load, log_sig, log_state
+from ccmod.kernel.record import log_load, log_state, sig as _sig
 from ccmod.kernel.state import Logs, Program
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
                                  mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_NRET, K_RECORDS,
                                 K_RHEAD, K_RTAIL, K_SEQ, K_STARTED, K_STARVED, NSTATES,
-                                OP_AMREQUEST, OP_BARRIER,
-                                OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT,
-                                OP_WAITALL, RS_COMPUTING, RS_FINISHED, RS_RUNNABLE,
-                                SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
+                                OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
+                                OP_SEND, OP_WAIT, OP_WAITALL, RS_COMPUTING, RS_FINISHED,
+                                RS_RUNNABLE, SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
                                 SG_MSGEND, SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END,
                                 SG_UPPR_PROC, STATE_BARRIER, STATE_COMPUTE, STATE_OVERHEAD,
                                 STATE_RECV, STATE_SEND, STATE_WAIT)
 
 INF = float("inf")
-
-
-@njit(cache=True)
-def _sig(C, L, t, code, a, b, c, d, f):
-    if C.signals:
-        log_sig(L, (t, code, a, b, c, d, f))
 
 
 @leaf
@@ -442,24 +428,41 @@ def _shared_due(C, L, I, F, t):
         _done(C, L, I, F, I[done + i], t)
 
 
-@njit(cache=True)
 def run_loop(C, P, L, I, F):
     """Evaluate (or continue evaluating) until done or ``C.max_events`` horizons passed.
 
     Returns True when every event was processed; False when ``C.max_events`` horizons
     passed or a rank is starved (``I[K.ks + K_STARVED]`` = rank + 1, see above).
+
+    Two compiled entries, chosen here in Python so that numba compiles only the one a run
+    needs: a first run pays one copy of the loop, not both (about half the cold compile).
     """
-    # the buffers, program and logs seen without reference counts: the calls below pass
-    # them on for free (they live until this call returns)
-    I = borrow(I)
-    F = borrow(F)
-    P = Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur), borrow(P.rec_msg),
-                borrow(P.wait_msg), borrow(P.wait_side), borrow(P.wa_ptr), borrow(P.wa_msg),
-                borrow(P.wa_side), borrow(P.rank_end), borrow(P.more))
     if not C.record and not C.signals:
-        return _loop_quiet(C, P, I, F)
+        return run_quiet(C, P, I, F)
+    return run_recorded(C, P, L, I, F)
+
+
+@njit(cache=True)
+def run_quiet(C, P, I, F):
+    """:func:`run_loop` when nothing is recorded."""
+    return _loop_quiet(C, _borrowed(P), borrow(I), borrow(F))
+
+
+@njit(cache=True)
+def run_recorded(C, P, L, I, F):
+    """:func:`run_loop` when rank states, loads or signals are recorded."""
     L = Logs(borrow(L.states), borrow(L.load), borrow(L.sig))
-    return _loop(C, P, L, I, F)
+    return _loop(C, _borrowed(P), L, borrow(I), borrow(F))
+
+
+@njit(inline="always")
+def _borrowed(P):
+    # the program (and, at the call sites, the buffers) seen without reference counts:
+    # the calls below pass them on for free (they live until the entry returns)
+    return Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur),
+                   borrow(P.rec_msg), borrow(P.wait_msg), borrow(P.wait_side),
+                   borrow(P.wa_ptr), borrow(P.wa_msg), borrow(P.wa_side), borrow(P.rank_end),
+                   borrow(P.more))
 
 
 @leaf

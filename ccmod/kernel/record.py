@@ -163,3 +163,10 @@ def render_signals(sig, route_ptr, route_res, start=0, stop=None):
         args.append(s)
     return {"t_s": np.asarray(t[start:stop], np.float64),
             "signal": np.array(names, dtype=object), "args": np.array(args, dtype=object)}
+
+
+@njit(cache=True)
+def sig(C, L, t, code, a, b, c, d, f):
+    """Append one debug signal when the run asks for them (``C.signals``)."""
+    if C.signals:
+        log_sig(L, (t, code, a, b, c, d, f))
