@@ -37,8 +37,8 @@ import numpy as np
 
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.state import CcState
-from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, kheap_push,
-                                kheap_remove, resource_segments, sort_ids, sort_keyed)
+from ccmod.kernel.heaps import (heap_push, heap_remove, iheap_push, iheap_remove,
+                                iheap_update, resource_segments, sort_ids, sort_keyed)
 
 INF = np.inf
 # integer scalars (si) and float scalars (sf) of the state; N_PF: free pairs, N_CHK: groups
@@ -77,6 +77,9 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     emsg[:len(rep)] = rep
     P = max(P, 1)
     si0 = np.zeros(10, np.int64)
+    # a pair's fields, a heap position (g_pos, ph_pos) and an entry's links are written
+    # before they are read: left zero, the pages of pairs never in use are never touched
+    # (memory and set-up time: the pools are sized for every route entry at once)
     si0[N_PF] = NP
     if routes is None:
         from ccmod.kernel.state import own_routes
@@ -85,12 +88,12 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         CcState, free=("f", R, 1.0 - np.asarray(background, np.float64)), count=("i", R, 0),
         share=("f", R, INF), v_at=("f", R, 0.0), t_at=("f", R, 0.0), peak=("i", R, 0),
         area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0), seg=("i", R + 1, seg),
-        g_len=("i", R, 0), g_item=("i", P, 0), g_pos=("i", M, -1), vfin=("f", M, 0.0),
-        pr=("i", NP, -1), pb=("i", NP, -1), pcnt=("i", NP, 0), phead=("i", NP, -1),
-        pkey=("f", NP, INF), ph_pos=("i", NP, -1), rnext=("i", NP, -1), rprev=("i", NP, -1),
+        g_len=("i", R, 0), g_item=("i", P, 0), g_pos=("i", M, 0), vfin=("f", M, 0.0),
+        pr=("i", NP, 0), pb=("i", NP, 0), pcnt=("i", NP, 0), phead=("i", NP, 0),
+        pkey=("f", NP, 0.0), ph_pos=("i", NP, 0), rnext=("i", NP, 0), rprev=("i", NP, 0),
         pfree=("i", NP, np.arange(NP, dtype=np.int64)), rp_head=("i", R, -1),
         ph_len=("i", R, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),
-        e_pair=("i", E, -1), e_next=("i", E, -1), e_prev=("i", E, -1),
+        e_pair=("i", E, -1), e_next=("i", E, 0), e_prev=("i", E, 0),
         stk=("i", int(max(pcap.max() if R else 0, 0)) + 1, 0), chk_f=("i", R, 0),
         chk_l=("i", R, 0), bott=("i", M, -1), ev_len=("i", 1, 0), ev_item=("i", R, 0),
         ev_pos=("i", R, -1), ev_t=("f", R, INF), new_m=("i", M, 0), new_w=("f", M, 0.0),
@@ -251,7 +254,7 @@ def _join(I, F, m, r, t, remaining):
     S = cc_state(I)
     I[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
-    kheap_push(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
+    heap_push(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         _others_del(S, I, F, e)
         if I[S.route_res + e] != r:
@@ -264,7 +267,7 @@ def _move(I, F, m, r_new, t):
     S = cc_state(I)
     old = I[S.bott + m]
     rem = F[S.vfin + m] - _vclock(S, F, old, t)
-    kheap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + old], S.g_len, old, m)
+    heap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + old], S.g_len, old, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
     _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
 
@@ -397,9 +400,11 @@ def cc_start(I, F, m, t, work):
         cc_at(I, F, t)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
-        cc_set_count(I, F, r, t, 1)
-        _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
-        _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+        if cc_set_count(I, F, r, t, 1) > 1:
+            _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
+            _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+        # else r was idle: it has no pairs to re-key and its group nothing to re-schedule
+        # (a message alone on its route costs no flush work beyond its own join)
     k = I[S.si + N_NEW]
     I[S.new_m + k] = m
     F[S.new_w + k] = work
@@ -455,7 +460,7 @@ def cc_pop_due(I, F, t, bott_out):
         while I[S.g_len + r] > 0:
             m2 = I[S.g_item + o]
             if first or F[S.vfin + m2] <= vt + tol:
-                kheap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, o, S.g_len, r, m2)
+                heap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, o, S.g_len, r, m2)
                 I[S.done + nd] = m2
                 nd += 1
                 first = False
@@ -477,7 +482,9 @@ def cc_end(I, F, m, t):
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         _others_del(S, I, F, e)
-        cc_set_count(I, F, r, t, -1)
-        _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
-        _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+        if cc_set_count(I, F, r, t, -1) > 0:
+            _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
+            _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+        # else r is idle now: no pairs, an empty group (cc_pop_due took m out of its own
+        # group and marked it), nothing to check or re-schedule
     I[S.si + N_ACTIVE] -= 1

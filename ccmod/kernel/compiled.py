@@ -10,8 +10,8 @@ whole call:
   for functions that only index arrays (no allocation, no typed list, nor anything they
   call: numba compiles the callees of such a function the same way);
 * :func:`borrow` gives a view of an array (or typed list) that carries no reference count
-  (no meminfo), so passing it on costs nothing: the loop borrows its buffers, program and
-  logs once when it is entered.
+  (no meminfo), so passing it on costs nothing: the loop borrows its buffers and
+  logs once when it is entered, and sees the program through :func:`program_view`.
 
 Arguments are copied on every call (a named tuple of 45 offsets is 45 pushes): functions
 take the buffers and read the offsets they need from the head of ``I``
@@ -30,7 +30,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ccmod.jit import blas_check_without_scipy_linalg
-from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt, RankSt,
+from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt, Program, RankSt,
                                 Scalars, Timers)
 
 
@@ -69,6 +69,89 @@ def _borrow_impl(a):
     if isinstance(a, (types.Array, types.ListType)):
         return lambda a: _borrow(a)
     return None
+
+
+# -- the program seen through raw addresses --------------------------------------------------
+# The interpreter (loop._advance) is called once per rank wake-up; given the Program (eleven
+# arrays, ~80 words) it would copy them all at every call. :func:`program_view` gives the
+# same named tuple with each array replaced by its data address (eleven words) and
+# :func:`at_i` / :func:`at_f` read an element through it. Under NUMBA_DISABLE_JIT the view
+# is the Program itself and the readers index the arrays: the same code, the same results.
+# The arrays are contiguous int64 / float64 (state.whole_program, window.WindowFeed) and
+# live for the whole call that uses the view.
+def program_view(P):
+    """``P`` as the compiled interpreter reads it (see above)."""
+    return P
+
+
+def at_i(a, i):
+    """``a[i]`` of an int64 array, or of its data address (compiled)."""
+    return a[i]
+
+
+def at_f(a, i):
+    """``a[i]`` of a float64 array, or of its data address (compiled)."""
+    return a[i]
+
+
+@intrinsic
+def _addr(typingctx, a):
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(a)(context, builder, value=args[0])
+        return builder.ptrtoint(ary.data, context.get_value_type(types.int64))
+    return types.int64(a), codegen
+
+
+def _loader(kind):
+    @intrinsic
+    def load(typingctx, addr, i):
+        if not (isinstance(addr, types.Integer) and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ty = context.get_value_type(kind)
+            ptr = builder.inttoptr(args[0], ty.as_pointer())
+            k = context.cast(builder, args[1], sig.args[1], types.int64)
+            return builder.load(builder.gep(ptr, [k]))
+        return kind(addr, i), codegen
+    return load
+
+
+_load_i = _loader(types.int64)
+_load_f = _loader(types.float64)
+
+
+@overload(at_i)
+def _at_i(a, i):
+    if isinstance(a, types.Integer):
+        return lambda a, i: _load_i(a, i)
+    return lambda a, i: a[i]
+
+
+@overload(at_f)
+def _at_f(a, i):
+    if isinstance(a, types.Integer):
+        return lambda a, i: _load_f(a, i)
+    return lambda a, i: a[i]
+
+
+@overload(program_view)
+def _program_view(P):
+    for name, ty in zip(P.fields[1:], P.types[1:]):
+        want = types.float64 if name == "dur" else types.int64
+        if not (isinstance(ty, types.Array) and ty.dtype == want and ty.ndim == 1
+                and ty.layout == "C"):
+            raise TypeError(f"Program.{name} must be a contiguous {want} array, not {ty}")
+
+    def impl(P):
+        return Program(P.nranks, _addr(P.rank_ptr), _addr(P.op), _addr(P.dur),
+                       _addr(P.rec_msg), _addr(P.wait_msg), _addr(P.wait_side),
+                       _addr(P.wa_ptr), _addr(P.wa_msg), _addr(P.wa_side), _addr(P.rank_end),
+                       _addr(P.more))
+    return impl
 
 
 _MI = H_BASE[MsgIn]

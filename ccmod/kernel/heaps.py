@@ -5,12 +5,13 @@ The arrays are slices of the kernel's two buffers (:mod:`ccmod.kernel.state`): `
 ``key`` (the timers' ``t``) an offset into the float64 buffer ``F``.
 
 Every queue holds integer items (message ids, resource ids, timer slots) whose keys live in
-a separate array, so an item's key can change in place (``iheap_update``) and an item can
-leave from anywhere (``iheap_remove``): no stale entries, no Python object per event.
+a separate array, so an item's key can change in place (``heap_update``) and an item can
+leave from anywhere (``heap_remove``): no stale entries, no Python object per event.
 Several heaps can share one ``item`` pool, each owning a segment ``[off, off + cap)`` (the
 per-resource bottleneck groups of the CCMOD rule); ``pos[x]`` is x's index inside its
-segment (-1 when x is in no heap). Ties are broken by the item id, so orders are
-deterministic.
+segment (-1 when x is in no heap). Ties are broken by an order key (``I[tie + x]``: a
+message's id, a timer's sequence number) or, with ``tie < 0``, by the item id, so orders
+are deterministic: one implementation for every queue (the ``iheap_*`` names tie by id).
 """
 from __future__ import annotations
 
@@ -22,20 +23,26 @@ from ccmod.kernel.compiled import leaf
 
 
 @njit(cache=True, inline="always")
-def _lt(F, key, a, b):
+def _lt(I, F, key, tie, a, b):
+    """Is item a before item b: lower key, equal keys ordered by ``I[tie + x]`` (the order
+    keys of messages, the timers' sequence numbers) or, with ``tie < 0``, by the ids."""
     ka = F[key + a]
     kb = F[key + b]
-    return ka < kb or (ka == kb and a < b)
+    if ka != kb:
+        return ka < kb
+    if tie < 0:
+        return a < b
+    return I[tie + a] < I[tie + b]
 
 
 @leaf
-def iheap_up(I, F, item, pos, key, off, i):
+def heap_up(I, F, item, pos, key, tie, off, i):
     item += off
     x = I[item + i]
     while i > 0:
         p = (i - 1) >> 1
         y = I[item + p]
-        if _lt(F, key, x, y):
+        if _lt(I, F, key, tie, x, y):
             I[item + i] = y
             I[pos + y] = i
             i = p
@@ -46,17 +53,17 @@ def iheap_up(I, F, item, pos, key, off, i):
 
 
 @leaf
-def iheap_down(I, F, item, pos, key, off, n, i):
+def heap_down(I, F, item, pos, key, tie, off, n, i):
     item += off
     x = I[item + i]
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and _lt(F, key, I[item + c + 1], I[item + c]):
+        if c + 1 < n and _lt(I, F, key, tie, I[item + c + 1], I[item + c]):
             c += 1
         y = I[item + c]
-        if _lt(F, key, y, x):
+        if _lt(I, F, key, tie, y, x):
             I[item + i] = y
             I[pos + y] = i
             i = c
@@ -67,17 +74,17 @@ def iheap_down(I, F, item, pos, key, off, n, i):
 
 
 @leaf
-def iheap_push(I, F, item, pos, key, off, lens, h, x):
+def heap_push(I, F, item, pos, key, tie, off, lens, h, x):
     """Insert x (key already set in ``key[x]``) into heap h."""
     n = I[lens + h]
     I[item + off + n] = x
     I[pos + x] = n
     I[lens + h] = n + 1
-    iheap_up(I, F, item, pos, key, off, n)
+    heap_up(I, F, item, pos, key, tie, off, n)
 
 
 @leaf
-def iheap_remove(I, F, item, pos, key, off, lens, h, x):
+def heap_remove(I, F, item, pos, key, tie, off, lens, h, x):
     """Take x out of heap h (x must be in it)."""
     i = I[pos + x]
     n = I[lens + h] - 1
@@ -87,236 +94,106 @@ def iheap_remove(I, F, item, pos, key, off, lens, h, x):
         y = I[item + off + n]
         I[item + off + i] = y
         I[pos + y] = i
-        iheap_down(I, F, item, pos, key, off, n, i)
-        iheap_up(I, F, item, pos, key, off, I[pos + y])
+        heap_down(I, F, item, pos, key, tie, off, n, i)
+        heap_up(I, F, item, pos, key, tie, off, I[pos + y])
+
+
+@leaf
+def heap_update(I, F, item, pos, key, tie, off, lens, h, x):
+    """Restore the heap after ``key[x]`` changed (x in heap h)."""
+    heap_down(I, F, item, pos, key, tie, off, I[lens + h], I[pos + x])
+    heap_up(I, F, item, pos, key, tie, off, I[pos + x])
+
+
+# -- equal keys ordered by the ids (resources, pairs, classes) -------------------------------
+@leaf
+def iheap_push(I, F, item, pos, key, off, lens, h, x):
+    """:func:`heap_push`, ties by id."""
+    heap_push(I, F, item, pos, key, -1, off, lens, h, x)
+
+
+@leaf
+def iheap_remove(I, F, item, pos, key, off, lens, h, x):
+    """:func:`heap_remove`, ties by id."""
+    heap_remove(I, F, item, pos, key, -1, off, lens, h, x)
 
 
 @leaf
 def iheap_update(I, F, item, pos, key, off, lens, h, x):
-    """Restore the heap after ``key[x]`` changed (x in heap h)."""
-    iheap_down(I, F, item, pos, key, off, I[lens + h], I[pos + x])
-    iheap_up(I, F, item, pos, key, off, I[pos + x])
+    """:func:`heap_update`, ties by id."""
+    heap_update(I, F, item, pos, key, -1, off, lens, h, x)
 
 
 # -- the timer queue: key (t, seq), one live timer per slot ---------------------------------
-@njit(cache=True, inline="always")
-def _tlt(I, F, tt, ts, a, b):
-    return F[tt + a] < F[tt + b] or (F[tt + a] == F[tt + b] and I[ts + a] < I[ts + b])
-
-
-@leaf
-def timer_sift(I, F, item, pos, tt, ts, n, i):
-    x = I[item + i]
-    while i > 0:                       # up
-        p = (i - 1) >> 1
-        y = I[item + p]
-        if _tlt(I, F, tt, ts, x, y):
-            I[item + i] = y
-            I[pos + y] = i
-            i = p
-        else:
-            break
-    while True:                        # down
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and _tlt(I, F, tt, ts, I[item + c + 1], I[item + c]):
-            c += 1
-        y = I[item + c]
-        if _tlt(I, F, tt, ts, y, x):
-            I[item + i] = y
-            I[pos + y] = i
-            i = c
-        else:
-            break
-    I[item + i] = x
-    I[pos + x] = i
-
-
 @leaf
 def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
     """Arm (or re-arm) timer slot x at time t; ``seq`` orders equal times (FIFO)."""
     F[tt + x] = t
     I[ts + x] = seq
     if I[pos + x] < 0:
-        n = I[lens]
-        I[item + n] = x
-        I[pos + x] = n
-        I[lens] = n + 1
-        timer_sift(I, F, item, pos, tt, ts, n + 1, n)
+        heap_push(I, F, item, pos, tt, ts, 0, lens, 0, x)
     else:
-        timer_sift(I, F, item, pos, tt, ts, I[lens], I[pos + x])
+        heap_update(I, F, item, pos, tt, ts, 0, lens, 0, x)
 
 
 @leaf
 def timer_pop(I, F, item, pos, tt, ts, lens):
     """Remove and return the earliest slot (the caller checked the queue is not empty)."""
     x = I[item]
-    n = I[lens] - 1
-    I[lens] = n
-    I[pos + x] = -1
-    if n > 0:
-        y = I[item + n]
-        I[item] = y
-        I[pos + y] = 0
-        timer_sift(I, F, item, pos, tt, ts, n, 0)
+    heap_remove(I, F, item, pos, tt, ts, 0, lens, 0, x)
     return x
 
 
-@leaf
-def sort_ids(I, a, n):
-    """Sort ``I[a:a + n]`` (distinct ids) in place, without allocating: insertion for the
-    short lists of the usual case, heapsort beyond."""
-    if n <= 32:
-        for i in range(a + 1, a + n):
-            x = I[i]
-            j = i - 1
-            while j >= a and I[j] > x:
-                I[j + 1] = I[j]
-                j -= 1
-            I[j + 1] = x
-        return
-    for k in range(n // 2 - 1, -1, -1):
-        _sift_max(I, a, k, n)
-    for end in range(n - 1, 0, -1):
-        x = I[a]
-        I[a] = I[a + end]
-        I[a + end] = x
-        _sift_max(I, a, 0, end)
-
-
-@leaf
-def _sift_max(I, a, i, n):
-    x = I[a + i]
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and I[a + c + 1] > I[a + c]:
-            c += 1
-        if I[a + c] > x:
-            I[a + i] = I[a + c]
-            i = c
-        else:
-            break
-    I[a + i] = x
-
-
-# -- heaps of messages: equal keys ordered by the messages' order keys ----------------------
+# -- sorting lists of ids in place -----------------------------------------------------------
 # Under streaming a message's index is a recycled slot (:mod:`ccmod.kernel.slots`): ties
 # between messages follow ``I[tie + x]`` (the message id) instead, so the order of equal
 # keys, and with it every result, is that of the whole program (where ``tie`` holds the ids).
 @njit(cache=True, inline="always")
-def _klt(I, F, key, tie, a, b):
-    ka = F[key + a]
-    kb = F[key + b]
-    return ka < kb or (ka == kb and I[tie + a] < I[tie + b])
-
-
-@leaf
-def kheap_up(I, F, item, pos, key, tie, off, i):
-    item += off
-    x = I[item + i]
-    while i > 0:
-        p = (i - 1) >> 1
-        y = I[item + p]
-        if _klt(I, F, key, tie, x, y):
-            I[item + i] = y
-            I[pos + y] = i
-            i = p
-        else:
-            break
-    I[item + i] = x
-    I[pos + x] = i
-
-
-@leaf
-def kheap_down(I, F, item, pos, key, tie, off, n, i):
-    item += off
-    x = I[item + i]
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and _klt(I, F, key, tie, I[item + c + 1], I[item + c]):
-            c += 1
-        y = I[item + c]
-        if _klt(I, F, key, tie, y, x):
-            I[item + i] = y
-            I[pos + y] = i
-            i = c
-        else:
-            break
-    I[item + i] = x
-    I[pos + x] = i
-
-
-@leaf
-def kheap_push(I, F, item, pos, key, tie, off, lens, h, x):
-    """:func:`iheap_push` with ties ordered by ``I[tie + x]``."""
-    n = I[lens + h]
-    I[item + off + n] = x
-    I[pos + x] = n
-    I[lens + h] = n + 1
-    kheap_up(I, F, item, pos, key, tie, off, n)
-
-
-@leaf
-def kheap_remove(I, F, item, pos, key, tie, off, lens, h, x):
-    """:func:`iheap_remove` with ties ordered by ``I[tie + x]``."""
-    i = I[pos + x]
-    n = I[lens + h] - 1
-    I[lens + h] = n
-    I[pos + x] = -1
-    if i != n:
-        y = I[item + off + n]
-        I[item + off + i] = y
-        I[pos + y] = i
-        kheap_down(I, F, item, pos, key, tie, off, n, i)
-        kheap_up(I, F, item, pos, key, tie, off, I[pos + y])
-
-
-@leaf
-def kheap_update(I, F, item, pos, key, tie, off, lens, h, x):
-    """:func:`iheap_update` with ties ordered by ``I[tie + x]``."""
-    kheap_down(I, F, item, pos, key, tie, off, I[lens + h], I[pos + x])
-    kheap_up(I, F, item, pos, key, tie, off, I[pos + x])
+def _okey(I, tie, x):
+    return x if tie < 0 else I[tie + x]
 
 
 @leaf
 def sort_keyed(I, a, n, tie):
-    """Sort the messages ``I[a:a + n]`` by their order keys ``I[tie + m]`` (distinct),
-    without allocating: insertion for short lists, heapsort beyond."""
+    """Sort the ids ``I[a:a + n]`` by their order keys ``I[tie + m]`` (distinct; with
+    ``tie < 0`` the ids themselves), without allocating: insertion for short lists,
+    heapsort beyond."""
     if n <= 32:
         for i in range(a + 1, a + n):
             x = I[i]
-            kx = I[tie + x]
+            kx = _okey(I, tie, x)
             j = i - 1
-            while j >= a and I[tie + I[j]] > kx:
+            while j >= a and _okey(I, tie, I[j]) > kx:
                 I[j + 1] = I[j]
                 j -= 1
             I[j + 1] = x
         return
     for k in range(n // 2 - 1, -1, -1):
-        _ksift_max(I, a, k, n, tie)
+        _sift_max(I, a, k, n, tie)
     for end in range(n - 1, 0, -1):
         x = I[a]
         I[a] = I[a + end]
         I[a + end] = x
-        _ksift_max(I, a, 0, end, tie)
+        _sift_max(I, a, 0, end, tie)
 
 
 @leaf
-def _ksift_max(I, a, i, n, tie):
+def sort_ids(I, a, n):
+    """Sort ``I[a:a + n]`` (distinct ids) in place (:func:`sort_keyed` by the ids)."""
+    sort_keyed(I, a, n, -1)
+
+
+@leaf
+def _sift_max(I, a, i, n, tie):
     x = I[a + i]
-    kx = I[tie + x]
+    kx = _okey(I, tie, x)
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and I[tie + I[a + c + 1]] > I[tie + I[a + c]]:
+        if c + 1 < n and _okey(I, tie, I[a + c + 1]) > _okey(I, tie, I[a + c]):
             c += 1
-        if I[tie + I[a + c]] > kx:
+        if _okey(I, tie, I[a + c]) > kx:
             I[a + i] = I[a + c]
             i = c
         else:

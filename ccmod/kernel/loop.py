@@ -37,11 +37,11 @@ from numba import njit
 
 from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
                                      cc_set_free, cc_start)
-from ccmod.kernel.compiled import (borrow, bg_steps, cc_state, leaf, mm_state, msg_in,
-                                   msg_st, rank_st, scalars, timers)
+from ccmod.kernel.compiled import (at_f, at_i, borrow, bg_steps, cc_state, leaf, mm_state,
+                                   msg_in, msg_st, program_view, rank_st, scalars, timers)
 from ccmod.kernel.heaps import timer_pop, timer_set
 from ccmod.kernel.record import log_load, log_state, sig as _sig
-from ccmod.kernel.state import Logs, Program
+from ccmod.kernel.state import Logs
 from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
                                  mm_start)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
@@ -266,7 +266,7 @@ def _advance(C, P, L, I, F, r, t):
     K = scalars(I)
     n = P.nranks
     pc = I[R.pc + r]
-    end = P.rank_end[r]
+    end = at_i(P.rank_end, r)
     start_pc = pc
     while True:
         if F[R.ovh_due + r] > 0.0:         # receive overheads of the op just completed
@@ -276,15 +276,15 @@ def _advance(C, P, L, I, F, r, t):
             break
         if pc >= end:
             break
-        o = P.op[pc]
+        o = at_i(P.op, pc)
         if o == OP_COMPUTE:
-            d = P.dur[pc]
+            d = at_f(P.dur, pc)
             pc += 1
             if d > 0.0:
                 _busy_for(I, F, r, t, d, STATE_COMPUTE)
                 break
         elif o == OP_SEND or o == OP_ISEND:
-            m = P.rec_msg[pc]
+            m = at_i(P.rec_msg, pc)
             if F[M.o_send + m] > 0.0 and I[R.paid_pc + r] != pc:
                 I[R.paid_pc + r] = pc       # the CPU overhead comes before the post
                 _busy_for(I, F, r, t, F[M.o_send + m], STATE_OVERHEAD)
@@ -302,7 +302,7 @@ def _advance(C, P, L, I, F, r, t):
                 _block(C, L, I, F, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
-            m = P.rec_msg[pc]
+            m = at_i(P.rec_msg, pc)
             F[G.t_post_recv + m] = t
             if not I[M.eager + m] and F[G.t_post_send + m] < INF:
                 _start(C, L, I, F, m, t, True)
@@ -314,8 +314,8 @@ def _advance(C, P, L, I, F, r, t):
                 _block(C, L, I, F, r, STATE_RECV, t)
                 break
         elif o == OP_WAIT:
-            m = P.wait_msg[pc]
-            side = P.wait_side[pc]
+            m = at_i(P.wait_msg, pc)
+            side = at_i(P.wait_side, pc)
             pc += 1
             blocks = _wait_on(C, I, F, r, m, side)
             if C.recycle:
@@ -324,17 +324,17 @@ def _advance(C, P, L, I, F, r, t):
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_WAITALL:
-            k = P.wait_msg[pc]
+            k = at_i(P.wait_msg, pc)
             pc += 1
-            for j in range(P.wa_ptr[k], P.wa_ptr[k + 1]):
-                _wait_on(C, I, F, r, P.wa_msg[j], P.wa_side[j])
+            for j in range(at_i(P.wa_ptr, k), at_i(P.wa_ptr, k + 1)):
+                _wait_on(C, I, F, r, at_i(P.wa_msg, j), at_i(P.wa_side, j))
                 if C.recycle:
-                    _unref(I, P.wa_msg[j])
+                    _unref(I, at_i(P.wa_msg, j))
             if I[R.pending + r] > 0:
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_AMREQUEST:
-            m = P.rec_msg[pc]
+            m = at_i(P.rec_msg, pc)
             pc += 1
             F[G.t_post_send + m] = t
             F[G.t_post_recv + m] = t
@@ -361,7 +361,7 @@ def _advance(C, P, L, I, F, r, t):
     I[K.ks + K_RECORDS] += pc - start_pc
     I[R.pc + r] = pc
     if pc >= end and I[R.block_state + r] != RS_COMPUTING and I[R.pending + r] == 0:
-        if P.more[r]:
+        if at_i(P.more, r):
             # the end of its window, not of its trace: the caller refills it (only the
             # `pc >= end` exit above gets here: every other exit blocks or computes)
             I[K.ks + K_STARVED] = r + 1
@@ -445,24 +445,14 @@ def run_loop(C, P, L, I, F):
 @njit(cache=True)
 def run_quiet(C, P, I, F):
     """:func:`run_loop` when nothing is recorded."""
-    return _loop_quiet(C, _borrowed(P), borrow(I), borrow(F))
+    return _loop_quiet(C, program_view(P), borrow(I), borrow(F))
 
 
 @njit(cache=True)
 def run_recorded(C, P, L, I, F):
     """:func:`run_loop` when rank states, loads or signals are recorded."""
     L = Logs(borrow(L.states), borrow(L.load), borrow(L.sig))
-    return _loop(C, _borrowed(P), L, borrow(I), borrow(F))
-
-
-@njit(inline="always")
-def _borrowed(P):
-    # the program (and, at the call sites, the buffers) seen without reference counts:
-    # the calls below pass them on for free (they live until the entry returns)
-    return Program(P.nranks, borrow(P.rank_ptr), borrow(P.op), borrow(P.dur),
-                   borrow(P.rec_msg), borrow(P.wait_msg), borrow(P.wait_side),
-                   borrow(P.wa_ptr), borrow(P.wa_msg), borrow(P.wa_side), borrow(P.rank_end),
-                   borrow(P.more))
+    return _loop(C, program_view(P), L, borrow(I), borrow(F))
 
 
 @leaf
@@ -546,12 +536,12 @@ def _loop(C, P, L, I, F):
                 I[R.block_state + x] = RS_RUNNABLE
                 pc = I[R.pc + x]
                 if (F[R.hfree + x] <= t and F[R.ovh_due + x] <= 0.0
-                        and pc < P.rank_end[x] and P.op[pc] == OP_COMPUTE
-                        and P.dur[pc] > 0.0):
+                        and pc < at_i(P.rank_end, x) and at_i(P.op, pc) == OP_COMPUTE
+                        and at_f(P.dur, pc) > 0.0):
                     # compute after compute, as _advance would do it, without the call
                     I[R.pc + x] = pc + 1
                     I[K.ks + K_RECORDS] += 1
-                    _busy_for(I, F, x, t, P.dur[pc], STATE_COMPUTE)
+                    _busy_for(I, F, x, t, at_f(P.dur, pc), STATE_COMPUTE)
                 elif F[R.hfree + x] <= t or not _busy(I, F, x, t):
                     _advance(C, P, L, I, F, x, t)
             elif kind == EV_MSG_END:
