@@ -28,6 +28,8 @@ from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource
                                 sort_keyed)
 from ccmod.kernel.mm_classes import (F_LEN, N_ACTIVE, N_DIRTY, N_FREE, class_advance,
                                      class_drop, class_finish, class_join, flow_pop)
+from ccmod.kernel.mm_groups import (group_dissolve, group_rekey, mm_fast, shape_free,
+                                    shape_join, shape_leave)
 
 INF = np.inf
 
@@ -105,7 +107,12 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
         c_fcap=("f", NC, INF), c_hash=("i", NC, 0), c_slot=("i", NC, 0),
         c_root=("i", NC, -1), c_bott=("i", NC, -1), c_fz=("i", NC, 0), c_seen=("i", NC, 0),
         c_tfin=("f", NC, INF), c_item=("i", NC, 0), c_hpos=("i", NC, -1),
-        cl=("i", NC, 0), c_pos=("i", NC << hb, 0), route_end=routes[2], okey=routes[3])
+        cl=("i", NC, 0), c_pos=("i", NC << hb, 0), route_end=routes[2], okey=routes[3],
+        nx=("i", R, 0), lb=("f", R, INF), g_on=("i", R, 0), g_v=("f", R, 0.0),
+        g_t=("f", R, 0.0), g_rate=("f", R, 0.0), g_len=("i", R, 0), g_top=("i", R, -1),
+        g_item=("i", max(P, 1), 0), g_mark=("i", R, 0), c_sh=("i", NC, 0),
+        c_grp=("i", NC, -1), c_off=("f", NC, 0.0), c_gkey=("f", NC, INF),
+        c_gpos=("i", NC, -1))
 
 
 def _dirty(S, r, t):
@@ -155,6 +162,7 @@ def mm_start(I, F, m, t, work, fcap):
         mm_count(I, F, r, t, 1)
         _mark_dirty(S, I, F, r, t)
     class_join(I, F, m, t, work, fcap)
+    shape_join(S, I, F, I[S.f_cls + m], t)
     I[S.si + N_ACTIVE] += 1
 
 
@@ -171,6 +179,7 @@ def mm_end(I, F, m, t):
     w = I[S.c_w + c] - 1
     I[S.c_w + c] = w
     if w == 0:
+        shape_leave(S, I, F, c)
         class_drop(I, F, c, m)
     I[S.si + N_ACTIVE] -= 1
 
@@ -181,13 +190,14 @@ def mm_set_free(I, F, r, t, free):
     S = mm_state(I)
     mm_solve(I, F)          # rates so far hold until t
     F[S.cap + r] = F[S.cap_full + r] * free
+    shape_free(S, I, F, r)
     _mark_dirty(S, I, F, r, t)
 
 
 @leaf
-def _component(S, I):
+def _component(S, I, F, t):
     """Breadth-first from the dirty resources: the resources (``rl``) and classes (``cl``)
-    connected to them; returns ``(resources, classes)``."""
+    connected to them, groups met dissolved at t; returns ``(resources, classes)``."""
     rp, re, rr, hb = S.route_ptr, S.route_end, S.route_res, S.hb
     nd = I[S.si + N_DIRTY]
     I[S.si + N_DIRTY] = 0
@@ -208,6 +218,8 @@ def _component(S, I):
         for j in range(I[S.r_len + r]):
             c = I[o + j] >> hb
             if not I[S.c_seen + c]:
+                if I[S.c_grp + c] >= 0:
+                    group_dissolve(S, I, F, I[S.c_grp + c], t)
                 I[S.c_seen + c] = 1
                 I[S.cl + nc] = c
                 nc += 1
@@ -228,8 +240,11 @@ def mm_solve(I, F):
     if I[S.si + N_DIRTY] == 0:
         return
     t = F[S.sf]
+    mm_fast(S, I, F, t)                # stars served by one rate: their groups
+    if I[S.si + N_DIRTY] == 0:
+        return
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
-    nr, nc = _component(S, I)
+    nr, nc = _component(S, I, F, t)
     for i in range(nr):
         r = I[S.rl + i]
         I[S.r_seen + r] = 0
@@ -303,7 +318,11 @@ def mm_solve(I, F):
 
 @leaf
 def _requeue(S, I, F, c):
-    """Class c's next completion (its first flow's) into the heap of classes."""
+    """Class c's next completion (its first flow's) into the heap of classes (a group
+    member: into its group's heap)."""
+    if I[S.c_grp + c] >= 0:
+        group_rekey(S, I, F, c)
+        return
     f = I[S.c_root + c]
     if f < 0:
         if I[S.c_hpos + c] >= 0:

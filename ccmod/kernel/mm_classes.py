@@ -79,8 +79,22 @@ def flow_pop(S, I, F, c):
 
 
 @leaf
+def group_advance(S, I, F, g, t):
+    """Move the clock of resource g's bottleneck group to t at its current rate."""
+    dt = t - F[S.g_t + g]
+    if dt > 0.0:
+        F[S.g_v + g] += F[S.g_rate + g] * dt
+        F[S.g_t + g] = t
+
+
+@leaf
 def class_advance(S, I, F, c, t):
-    """Move class c's clock to t at its current rate (constant since ``c_t``)."""
+    """Move class c's clock to t at its current rate (constant since ``c_t``); a class
+    in a bottleneck group (:mod:`ccmod.kernel.mm_groups`) moves with its group's clock."""
+    g = I[S.c_grp + c]
+    if g >= 0:
+        group_advance(S, I, F, g, t)
+        return
     dt = t - F[S.c_t + c]
     if dt > 0.0:
         rt = F[S.c_rate + c]
@@ -91,7 +105,14 @@ def class_advance(S, I, F, c, t):
 
 @leaf
 def class_finish(S, I, F, c, v):
-    """When class c's clock reaches finish point v at the current rate."""
+    """When class c's clock reaches finish point v at the current rate (in a group: when
+    the group's clock reaches v plus the class's offset ``c_off``)."""
+    g = I[S.c_grp + c]
+    if g >= 0:
+        rm = (v + F[S.c_off + c]) - F[S.g_v + g]
+        if rm <= 0.0:
+            return F[S.g_t + g]
+        return F[S.g_t + g] + rm / F[S.g_rate + g]
     rm = v - F[S.c_v + c]
     rt = F[S.c_rate + c]
     if rm <= 0.0 or rt == INF:
@@ -152,6 +173,9 @@ def class_join(I, F, m, t, work, fcap):
         I[S.c_root + c] = -1
         I[S.c_bott + c] = -1
         F[S.c_tfin + c] = INF
+        I[S.c_grp + c] = -1
+        I[S.c_gpos + c] = -1
+        I[S.c_sh + c] = 0
         k = 0
         for e in range(I[rp + m], I[re + m]):
             r = I[rr + e]
@@ -163,7 +187,11 @@ def class_join(I, F, m, t, work, fcap):
             k += 1
     I[S.c_w + c] += 1
     I[S.f_cls + m] = c
-    F[S.vfin + m] = F[S.c_v + c] + work
+    g = I[S.c_grp + c]
+    if g >= 0:            # the class's clock is its group's less its offset
+        F[S.vfin + m] = (F[S.g_v + g] - F[S.c_off + c]) + work
+    else:
+        F[S.vfin + m] = F[S.c_v + c] + work
     I[S.h_left + m] = -1
     I[S.h_right + m] = -1
     I[S.c_root + c] = _merge(S, I, F, I[S.c_root + c], m)
