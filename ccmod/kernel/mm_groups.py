@@ -18,8 +18,9 @@ visiting D's classes:
   star test is ``nx[D] == 0`` (kept up to date when a resource becomes shared or private,
   O(hops) per class that joins or leaves, :func:`shape_join` and :func:`shape_leave`);
 * no member is held below the fair share by a private hop or its rate cap: ``lb[D]`` is
-  a lower bound of those limits over D's classes (lowered when a limit may drop, made
-  exact by one pass over D's classes when it is in the way).
+  a lower bound of those limits over D's classes while D is shared (lowered when a limit
+  may drop, made exact by one pass over D's classes when it is in the way; a class
+  alone on its route pushes nothing).
 
 Then progressive filling would end in one round with every class at ``cap[D] / count[D]``
 (the same quotient the full solve computes first), bottlenecked at D: the *fast* solve
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccmod.kernel.compiled import leaf
+from ccmod.kernel.compiled import leaf, mm_state
 from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update
 from ccmod.kernel.mm_classes import F_LEN, N_DIRTY, class_advance, class_finish, group_advance
 
@@ -45,9 +46,10 @@ MARGIN = 1e-9
 
 
 @leaf
-def _limit(S, I, F, c):
+def _limit(I, F, c):
     """Class c's rate limit apart from shared resources: its cap, its private hops'
     capacity per flow."""
+    S = mm_state(I)
     v = F[S.c_fcap + c]
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
@@ -60,8 +62,9 @@ def _limit(S, I, F, c):
 
 
 @leaf
-def _lower(S, I, F, c, v):
+def _lower(I, F, c, v):
     """Class c's limit may have dropped to v: lower the bound of every hop of it."""
+    S = mm_state(I)
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
         r = I[S.route_res + e]
@@ -70,16 +73,18 @@ def _lower(S, I, F, c, v):
 
 
 @leaf
-def _count_x(S, I, c, d):
+def _count_x(I, c, d):
     """Class c starts (d = 1) or stops (-1) having two shared hops or more."""
+    S = mm_state(I)
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
         I[S.nx + I[S.route_res + e]] += d
 
 
 @leaf
-def _other(S, I, r, c):
+def _other(I, r, c):
     """The class on resource r (two listed) that is not c."""
+    S = mm_state(I)
     o = S.r_item + I[S.seg + r]
     c0 = I[o] >> S.hb
     if c0 == c:
@@ -88,8 +93,9 @@ def _other(S, I, r, c):
 
 
 @leaf
-def _gtop(S, I, F, g):
+def _gtop(I, F, g):
     """Group g's first member is the group's entry in the heap of next completions."""
+    S = mm_state(I)
     old = I[S.g_top + g]
     new = I[S.g_item + I[S.seg + g]] if I[S.g_len + g] > 0 else -1
     if old >= 0 and old != new:
@@ -100,7 +106,7 @@ def _gtop(S, I, F, g):
     if new < 0:
         return
     f = I[S.c_root + new]
-    tf = INF if f < 0 else class_finish(S, I, F, new, F[S.vfin + f])
+    tf = INF if f < 0 else class_finish(I, F, new, F[S.vfin + f])
     F[S.c_tfin + new] = tf
     if tf == INF:
         if I[S.c_hpos + new] >= 0:
@@ -112,34 +118,38 @@ def _gtop(S, I, F, g):
 
 
 @leaf
-def _key(S, I, F, c):
+def _key(I, F, c):
+    S = mm_state(I)
     f = I[S.c_root + c]
     return INF if f < 0 else F[S.vfin + f] + F[S.c_off + c]
 
 
 @leaf
-def group_rekey(S, I, F, c):
+def group_rekey(I, F, c):
     """Member c's first flow changed: its key, its group's first member."""
+    S = mm_state(I)
     g = I[S.c_grp + c]
-    F[S.c_gkey + c] = _key(S, I, F, c)
+    F[S.c_gkey + c] = _key(I, F, c)
     iheap_update(I, F, S.g_item, S.c_gpos, S.c_gkey, I[S.seg + g], S.g_len, g, c)
-    _gtop(S, I, F, g)
+    _gtop(I, F, g)
 
 
 @leaf
-def _add(S, I, F, g, c):
+def _add(I, F, g, c):
     """Class c (its clock at the group's time) joins group g."""
+    S = mm_state(I)
     F[S.c_off + c] = F[S.g_v + g] - F[S.c_v + c]
     I[S.c_grp + c] = g
     I[S.c_bott + c] = g
-    F[S.c_gkey + c] = _key(S, I, F, c)
+    F[S.c_gkey + c] = _key(I, F, c)
     iheap_push(I, F, S.g_item, S.c_gpos, S.c_gkey, I[S.seg + g], S.g_len, g, c)
 
 
 @leaf
-def _dissolve(S, I, F, g, t):
+def _dissolve(I, F, g, t):
     """Group g's members back on clocks of their own, at t."""
-    group_advance(S, I, F, g, t)
+    S = mm_state(I)
+    group_advance(I, F, g, t)
     o = S.g_item + I[S.seg + g]
     for i in range(I[S.g_len + g]):
         c = I[o + i]
@@ -154,13 +164,15 @@ def _dissolve(S, I, F, g, t):
 
 
 @leaf
-def group_dissolve(S, I, F, g, t):
-    _dissolve(S, I, F, g, t)
+def group_dissolve(I, F, g, t):
+    S = mm_state(I)
+    _dissolve(I, F, g, t)
 
 
 @leaf
-def _fast_ok(S, I, F, g):
+def _fast_ok(I, F, g):
     """Whether the star around g is served by one rate, its fair share (see above)."""
+    S = mm_state(I)
     if I[S.r_len + g] < G_MIN or I[S.nx + g] != 0:
         return False
     cap = F[S.cap + g]
@@ -172,7 +184,7 @@ def _fast_ok(S, I, F, g):
     v = INF                            # the bound is in the way: make it exact
     o = S.r_item + I[S.seg + g]
     for j in range(I[S.r_len + g]):
-        x = _limit(S, I, F, I[o + j] >> S.hb)
+        x = _limit(I, F, I[o + j] >> S.hb)
         if x < v:
             v = x
     F[S.lb + g] = v
@@ -180,11 +192,12 @@ def _fast_ok(S, I, F, g):
 
 
 @leaf
-def _fast_solve(S, I, F, g, t):
+def _fast_solve(I, F, g, t):
+    S = mm_state(I)
     if I[S.g_on + g] and I[S.g_len + g] != I[S.r_len + g]:
-        _dissolve(S, I, F, g, t)       # a class became part of the star meanwhile
+        _dissolve(I, F, g, t)       # a class became part of the star meanwhile
     if I[S.g_on + g]:
-        group_advance(S, I, F, g, t)
+        group_advance(I, F, g, t)
     else:
         I[S.g_on + g] = 1
         F[S.g_v + g] = 0.0
@@ -192,19 +205,20 @@ def _fast_solve(S, I, F, g, t):
         o = S.r_item + I[S.seg + g]
         for j in range(I[S.r_len + g]):
             c = I[o + j] >> S.hb
-            class_advance(S, I, F, c, t)
+            class_advance(I, F, c, t)
             if I[S.c_hpos + c] >= 0:
                 iheap_remove(I, F, S.c_item, S.c_hpos, S.c_tfin, 0, S.si, F_LEN, c)
             F[S.c_tfin + c] = INF
-            _add(S, I, F, g, c)
+            _add(I, F, g, c)
     F[S.g_rate + g] = F[S.cap + g] / I[S.count + g]
-    _gtop(S, I, F, g)
+    _gtop(I, F, g)
 
 
 @leaf
-def _center(S, I, r):
+def _center(I, r):
     """The resource whose star holds dirty resource r: -2 when r carries nothing, -1
     when r's component is no star (or a lone class, which the full solve does cheaply)."""
+    S = mm_state(I)
     n = I[S.r_len + r]
     if n == 0:
         return -2
@@ -222,17 +236,18 @@ def _center(S, I, r):
 
 
 @leaf
-def mm_fast(S, I, F, t):
+def mm_fast(I, F, t):
     """Serve the dirty resources whose component is a star with one rate; leave the
     others in the dirty list for the full solve."""
+    S = mm_state(I)
     nd = I[S.si + N_DIRTY]
     k = 0
     nc = 0
     for i in range(nd):
         r = I[S.d_list + i]
-        g = _center(S, I, r)
+        g = _center(I, r)
         if g >= 0 and I[S.g_mark + g] == 0:
-            I[S.g_mark + g] = 1 if _fast_ok(S, I, F, g) else 2
+            I[S.g_mark + g] = 1 if _fast_ok(I, F, g) else 2
             I[S.rl + nc] = g
             nc += 1
         if g == -2 or (g >= 0 and I[S.g_mark + g] == 1):
@@ -244,14 +259,15 @@ def mm_fast(S, I, F, t):
     for i in range(nc):
         g = I[S.rl + i]
         if I[S.g_mark + g] == 1:
-            _fast_solve(S, I, F, g, t)
+            _fast_solve(I, F, g, t)
         I[S.g_mark + g] = 0
 
 
 @leaf
-def shape_join(S, I, F, c, t):
+def shape_join(I, F, c, t):
     """After a flow joined class c at t: shared-hop counts and limits (a new class), the
     group's order (a member)."""
+    S = mm_state(I)
     f = I[S.c_rep + c]
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
     if I[S.c_w + c] == 1:              # a new class
@@ -261,30 +277,36 @@ def shape_join(S, I, F, c, t):
             q = I[rr + e]
             n = I[S.r_len + q]
             if n == 2:                 # q was private to one class
-                c0 = _other(S, I, q, c)
+                c0 = _other(I, q, c)
                 I[S.c_sh + c0] += 1
                 if I[S.c_sh + c0] == 2:
-                    _count_x(S, I, c0, 1)
+                    _count_x(I, c0, 1)
+                v = _limit(I, F, c0)
+                if v < F[S.lb + q]:
+                    F[S.lb + q] = v
             if n >= 2:
                 sh += 1
                 g = q
         I[S.c_sh + c] = sh
         if sh >= 2:
-            _count_x(S, I, c, 1)
-        _lower(S, I, F, c, _limit(S, I, F, c))
+            _count_x(I, c, 1)
+        if sh >= 1:
+            _lower(I, F, c, _limit(I, F, c))
         if sh == 1 and I[S.g_on + g]:
-            group_advance(S, I, F, g, t)
-            _add(S, I, F, g, c)
-            _gtop(S, I, F, g)
+            group_advance(I, F, g, t)
+            _add(I, F, g, c)
+            _gtop(I, F, g)
         return
-    _lower(S, I, F, c, _limit(S, I, F, c))
+    if I[S.c_sh + c] >= 1:
+        _lower(I, F, c, _limit(I, F, c))
     if I[S.c_grp + c] >= 0:
-        group_rekey(S, I, F, c)
+        group_rekey(I, F, c)
 
 
 @leaf
-def shape_leave(S, I, F, c):
+def shape_leave(I, F, c):
     """Class c (flows all gone, route still listed) is about to be dropped."""
+    S = mm_state(I)
     g = I[S.c_grp + c]
     if g >= 0:
         iheap_remove(I, F, S.g_item, S.c_gpos, S.c_gkey, I[S.seg + g], S.g_len, g, c)
@@ -296,27 +318,30 @@ def shape_leave(S, I, F, c):
         if I[S.g_len + g] == 0:
             I[S.g_on + g] = 0
         else:
-            _gtop(S, I, F, g)
+            _gtop(I, F, g)
     if I[S.c_sh + c] >= 2:
-        _count_x(S, I, c, -1)
+        _count_x(I, c, -1)
     I[S.c_sh + c] = 0
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
         q = I[S.route_res + e]
         n = I[S.r_len + q]
         if n == 2:                     # q becomes private to the other class
-            c0 = _other(S, I, q, c)
+            c0 = _other(I, q, c)
             I[S.c_sh + c0] -= 1
             if I[S.c_sh + c0] == 1:
-                _count_x(S, I, c0, -1)
-            _lower(S, I, F, c0, F[S.cap + q] / I[S.count + q])
-        elif n == 1:
+                _count_x(I, c0, -1)
+            if I[S.c_sh + c0] >= 1:
+                _lower(I, F, c0, F[S.cap + q] / I[S.count + q])
+        if n <= 2:
             F[S.lb + q] = INF
 
 
 @leaf
-def shape_free(S, I, F, r):
+def shape_free(I, F, r):
     """Resource r's capacity changed: the limit of the class it is private to."""
+    S = mm_state(I)
     if I[S.r_len + r] == 1:
         c = I[S.r_item + I[S.seg + r]] >> S.hb
-        _lower(S, I, F, c, F[S.cap + r] / I[S.count + r])
+        if I[S.c_sh + c] >= 1:
+            _lower(I, F, c, F[S.cap + r] / I[S.count + r])
