@@ -59,11 +59,13 @@ class _Drain:
 
     def __call__(self, eng) -> None:
         from ccmod.kernel.record import state_arrays
+        from ccmod.kernel.window import clear_logs
         L = eng.L
-        if self.writer is not None and len(L.states):
-            self.writer.states(*state_arrays(L.states))
-        L.states.clear()
-        L.load.clear()
+        if self.writer is not None:
+            st = state_arrays(L.states)
+            if len(st[0]):
+                self.writer.states(*st)
+        clear_logs(L.states, L.load)
         # what was recorded went to the writer: the collector builds no interval tables
         # (nor the link utilisation over every message that link_load would need)
         eng.record = False

@@ -171,6 +171,18 @@ def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0
     return 0
 
 
+@njit(cache=True)
+def _new_channels():
+    # made in compiled code: a typed Dict built from Python compiles its constructor in
+    # every process (~1 s), a cached function does not
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
+
+
+@njit(cache=True)
+def _nchannels(chan):
+    return len(chan)
+
+
 class Matcher:
     """Incremental matching of a record source's ranks (each rank's records in order).
 
@@ -200,7 +212,7 @@ class Matcher:
         self.am_base = np.concatenate([[0], np.cumsum(nam)[:-1]]).astype(np.int64)
         self.m0 = int(np.sum(nsend))
         self.nmsg = self.m0 + 2 * int(np.sum(nam))
-        self.chan = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self.chan = _new_channels()
         self._alloc_channels(channels)
         self.nxt = np.zeros(0, np.int64)
         self.qid = np.zeros(0, np.int64)
@@ -276,7 +288,7 @@ class Matcher:
                 self.nbytes = nb
                 return out
             if k == GROW:
-                if len(self.chan) >= len(self.head):
+                if _nchannels(self.chan) >= len(self.head):
                     self._alloc_channels(2 * len(self.head))
                 if self.free[0] < 0:
                     self._grow_pool(2 * len(self.nxt))
@@ -299,7 +311,7 @@ class Matcher:
 
     def unmatched_send(self):
         """The first send (record index) still waiting for its receive, or None."""
-        live = np.flatnonzero(self.head[:len(self.chan)] >= 0)
+        live = np.flatnonzero(self.head[:_nchannels(self.chan)] >= 0)
         if not live.size:
             return None
         return int(min(self.qrec[self.head[c]] for c in live))

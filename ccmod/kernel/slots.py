@@ -306,7 +306,10 @@ class Slots:
             Mv.nbytes[ns].astype(np.float64), hops), minlength=self.R)[:self.R]
         over = self.cross > self.seg_cap
         if over.any():
-            self.seg_cap[over] = np.maximum(self.cross[over], 2 * self.seg_cap[over])
+            # every resource past half its segment grows with the ones that overflow, to
+            # twice what it holds: one lay-out for many resources, not one per resource
+            grow = 2 * self.cross > self.seg_cap
+            self.seg_cap[grow] = np.maximum(2 * self.cross[grow], 2 * self.seg_cap[grow])
             self._grow()
 
     def drain(self):

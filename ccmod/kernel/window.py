@@ -93,6 +93,14 @@ def _fill_rank(lst, r, src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_
                  wait_side, wa_ptr, wa_msg, wa_side, k, lst[r])
 
 
+@njit(cache=True)
+def clear_logs(states, load):
+    """Empty two recording lists (a streamed run drains them at every pause): typed-list
+    methods called from Python compile in every process (~3 s), this is cached."""
+    states.clear()
+    load.clear()
+
+
 class ArraySource:
     """A Workload's records as a record source (the interface of
     :class:`ccmod.workloads.parquet_stream.ParquetRecordSource`): ``read(r, g0, g1)``
