@@ -175,7 +175,7 @@ def register(app: typer.Typer) -> None:
         t_start = time.time()
         from ccmod.kernel import cache_is_cold
         # the first run after an install compiles the kernels inside the engine's time
-        cold = cache_is_cold()
+        cold = cache_is_cold(sharing=opts.sharing)
         try:
             result = run_(w, network, opts, sinks=sinks, out_dir=out_dir, progress=cb,
                           bounds=bounds)
