@@ -92,10 +92,14 @@ def _arrays_MB(obj) -> float:
 
 def _parts(eng, result) -> dict:
     """What the run holds at its end, by owner (MB): where the peak comes from."""
-    parts = {"records (Workload)": _arrays_MB(eng.w), "messages (compile)": _arrays_MB(eng.m),
-             "kernel state (arena)": (eng.I.nbytes + eng.F.nbytes) / 2**20}
+    parts = {"kernel state (arena)": (eng.I.nbytes + eng.F.nbytes) / 2**20}
+    if eng.stream is None:
+        parts["records (Workload)"] = _arrays_MB(eng.w)
+        parts["messages (compile)"] = _arrays_MB(eng.m)
     if eng.feed is not None:
-        parts["window feed"] = _arrays_MB(eng.feed) + _arrays_MB(eng.feed.matcher or {})
+        m = eng.feed.matcher
+        parts["window feed"] = _arrays_MB(eng.feed) + (
+            _arrays_MB(m) + sum(a.nbytes for a in m.scan_cols) / 2**20 if m else 0)
     m = result.__dict__.get("messages")
     parts["messages table"] = _arrays_MB(getattr(m, "columns", {}) or {})
     return {k: round(v, 1) for k, v in parts.items()}

@@ -104,73 +104,23 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     """
     from ccmod.collect import collect
     from ccmod.compile import compile_messages
-    from ccmod.netsys.mapping import nodes_needed as count_nodes
-    from ccmod.netsys.mapping import rank_to_node
-
     from ccmod.engine import Engine
-    from ccmod.netsys.background import make_background
     opts = RunOptions.make(options, **option_values)
     sharing, send_mode, compute_rate = opts.sharing, opts.send_mode, opts.compute_rate
-    eager_given = opts.eager_limit_bytes is not None
-    eager_limit_bytes = opts.eager_limit_bytes if eager_given else (
-        DEFAULT_EAGER_LIMIT_BYTES if send_mode == "rendezvous" else 0)
-    bg = make_background(opts.background)
     w = load_workload(trace, **opts.load_kwargs())
-    seen = int(w.meta.get("eager_bytes_observed", 0) or 0)
-    eager_note = None
-    if not eager_given and send_mode == "rendezvous" and seen > eager_limit_bytes:
-        # the traced run buffered larger blocking sends: its MPI's eager limit was larger
-        eager_note = (f"eager limit {seen} bytes: in the traced run blocking sends of up to "
-                      f"{seen} bytes returned before their receive was posted (the MPI "
-                      "buffered them); --eager-limit overrides")
-        eager_limit_bytes = seen
     t0 = time.perf_counter()
-    node_of_rank, map_note = _placement(w, opts.mapping, rank_to_node)
-    nodes_needed = max(count_nodes(node_of_rank), 1)
-    net = load_network(network, nodes_needed, cost=opts.cost,
-                       background=bg.load if bg.constant else 0.0)
-    # intra-node cost: the option, else the cost model's intra section, else the defaults
-    intra_latency_s, intra_bandwidth_Bps = opts.intra_latency_s, opts.intra_bandwidth_Bps
-    if intra_latency_s is None:
-        intra_latency_s = net.cost.intra_latency_s
-        intra_latency_s = INTRA_LATENCY_S if intra_latency_s is None else intra_latency_s
-    if intra_bandwidth_Bps is None:
-        intra_bandwidth_Bps = net.cost.intra_bandwidth_Bps
-        intra_bandwidth_Bps = INTRA_BANDWIDTH_BPS if intra_bandwidth_Bps is None else intra_bandwidth_Bps
-    if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
-        raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
-                              source="--intra-latency/--intra-bandwidth")
-    if not isinstance(network, str) and getattr(net, "node_resources", None) is not None:
-        # set_intra_bandwidth changes the node resources in place: never the caller's
-        net = copy.copy(net)
-        net.node_resources = copy.deepcopy(net.node_resources)
-    net.set_ranks(w.nranks)
-    net.set_intra_bandwidth(intra_bandwidth_Bps,
-                            getattr(net.cost, "intra_aggregate_bandwidth_Bps", None))
+    p = prepare_run(w, network, opts)
+    bg, net, node_of_rank = p.bg, p.net, p.node_of_rank
+    eager_limit_bytes = p.eager_limit_bytes
+    intra_latency_s, intra_bandwidth_Bps = p.intra_latency_s, p.intra_bandwidth_Bps
     sink_objs = _make_sinks(sinks, out_dir)
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
-    info = {"sharing": sharing, "send_mode": send_mode,
-            "eager_limit_bytes": int(eager_limit_bytes), "compute_rate": compute_rate,
-            "compute_scale": opts.compute_scale,
-            # a number for every consumer; a model's spec is in background_model
-            "background": bg.load if bg.constant else _mean_level(bg, net),
-            "mapping": opts.mapping, "cost": None if opts.cost is None else str(opts.cost),
-            "trace": _trace_path(trace, w)}
+    info = run_info(trace, w, opts, p)
     # the compiled kernel charges o_send / o_recv to the ranks: they leave the quiet time
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s,
                             intra_bandwidth_Bps, charge_overheads=True)
-    info["notes"] = list(msgs.notes) + [str(n) for n in w.meta.get("run_notes", [])]
-    if eager_note:
-        info["notes"].append(eager_note)
-    if map_note:
-        info["notes"].append(map_note)
-    if getattr(net.cost, "monotone", True) is False:
-        info["notes"].append("the cost model is not monotone in message size: a bigger "
-                                "message can be cheaper at a segment start")
-    if eager_given and eager_limit_bytes and send_mode != "rendezvous":
-        info["notes"].append(f"--eager-limit only matters with --send-mode rendezvous "
-                                f"(every message is already sent {send_mode})")
+    info["notes"] = run_notes(w, p, msgs.notes)
     cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 
@@ -205,6 +155,89 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
             out_dir=Path(out_dir) if out_dir is not None else None, options=result.options,
             network=net, workload=w))
     return result
+
+
+def prepare_run(w, network, opts):
+    """What a run decides before compiling messages: eager limit, placement, the network
+    with its intra-node costs, the background model (also for a streamed run, where
+    ``w`` is a record source: ``nranks`` and ``meta`` are all it reads).
+
+    Returns a namespace: ``bg``, ``eager_limit_bytes``, ``eager_given``, ``eager_note``,
+    ``node_of_rank``, ``map_note``, ``net``, ``intra_latency_s``, ``intra_bandwidth_Bps``.
+    """
+    from types import SimpleNamespace
+
+    from ccmod.netsys.background import make_background
+    from ccmod.netsys.mapping import nodes_needed as count_nodes
+    from ccmod.netsys.mapping import rank_to_node
+    send_mode = opts.send_mode
+    eager_given = opts.eager_limit_bytes is not None
+    eager_limit_bytes = opts.eager_limit_bytes if eager_given else (
+        DEFAULT_EAGER_LIMIT_BYTES if send_mode == "rendezvous" else 0)
+    bg = make_background(opts.background)
+    seen = int(w.meta.get("eager_bytes_observed", 0) or 0)
+    eager_note = None
+    if not eager_given and send_mode == "rendezvous" and seen > eager_limit_bytes:
+        # the traced run buffered larger blocking sends: its MPI's eager limit was larger
+        eager_note = (f"eager limit {seen} bytes: in the traced run blocking sends of up to "
+                      f"{seen} bytes returned before their receive was posted (the MPI "
+                      "buffered them); --eager-limit overrides")
+        eager_limit_bytes = seen
+    node_of_rank, map_note = _placement(w, opts.mapping, rank_to_node)
+    nodes_needed = max(count_nodes(node_of_rank), 1)
+    net = load_network(network, nodes_needed, cost=opts.cost,
+                       background=bg.load if bg.constant else 0.0)
+    # intra-node cost: the option, else the cost model's intra section, else the defaults
+    intra_latency_s, intra_bandwidth_Bps = opts.intra_latency_s, opts.intra_bandwidth_Bps
+    if intra_latency_s is None:
+        intra_latency_s = net.cost.intra_latency_s
+        intra_latency_s = INTRA_LATENCY_S if intra_latency_s is None else intra_latency_s
+    if intra_bandwidth_Bps is None:
+        intra_bandwidth_Bps = net.cost.intra_bandwidth_Bps
+        intra_bandwidth_Bps = INTRA_BANDWIDTH_BPS if intra_bandwidth_Bps is None else intra_bandwidth_Bps
+    if not (intra_latency_s >= 0 and intra_bandwidth_Bps > 0):
+        raise CcmodInputError("intra-node latency must be >= 0 and bandwidth > 0",
+                              source="--intra-latency/--intra-bandwidth")
+    if not isinstance(network, str) and getattr(net, "node_resources", None) is not None:
+        # set_intra_bandwidth changes the node resources in place: never the caller's
+        net = copy.copy(net)
+        net.node_resources = copy.deepcopy(net.node_resources)
+    net.set_ranks(w.nranks)
+    net.set_intra_bandwidth(intra_bandwidth_Bps,
+                            getattr(net.cost, "intra_aggregate_bandwidth_Bps", None))
+    return SimpleNamespace(bg=bg, send_mode=send_mode, eager_limit_bytes=eager_limit_bytes,
+                           eager_given=eager_given,
+                           eager_note=eager_note, node_of_rank=node_of_rank, map_note=map_note,
+                           net=net, intra_latency_s=intra_latency_s,
+                           intra_bandwidth_Bps=intra_bandwidth_Bps)
+
+
+def run_info(trace, w, opts, p) -> dict:
+    """The run's options as results report them (``result.options``)."""
+    bg, net = p.bg, p.net
+    return {"sharing": opts.sharing, "send_mode": opts.send_mode,
+            "eager_limit_bytes": int(p.eager_limit_bytes), "compute_rate": opts.compute_rate,
+            "compute_scale": opts.compute_scale,
+            # a number for every consumer; a model's spec is in background_model
+            "background": bg.load if bg.constant else _mean_level(bg, net),
+            "mapping": opts.mapping, "cost": None if opts.cost is None else str(opts.cost),
+            "trace": _trace_path(trace, w)}
+
+
+def run_notes(w, p, cost_notes) -> list:
+    """The run's notes: the cost model's (``cost_notes``), the trace's, the options'."""
+    notes = list(cost_notes) + [str(n) for n in w.meta.get("run_notes", [])]
+    if p.eager_note:
+        notes.append(p.eager_note)
+    if p.map_note:
+        notes.append(p.map_note)
+    if getattr(p.net.cost, "monotone", True) is False:
+        notes.append("the cost model is not monotone in message size: a bigger "
+                     "message can be cheaper at a segment start")
+    if p.eager_given and p.eager_limit_bytes and p.send_mode != "rendezvous":
+        notes.append(f"--eager-limit only matters with --send-mode rendezvous "
+                     f"(every message is already sent {p.send_mode})")
+    return notes
 
 
 def _placement(w, mapping, rank_to_node):

@@ -56,8 +56,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     slowdown[~pos] = 1.0
     del pos
     bott = engine.bott
-    names = np.array([network.resource_name(i) for i in range(network.nresources)] + [""],
-                     dtype=object)
+    names = resource_names(network)
     messages = LazyFrame({
         "msg_id": np.arange(M, dtype=np.int64), "src": msgs.src, "dst": msgs.dst,
         "tag": msgs.tag, "nbytes": msgs.nbytes, "t_post_s": t_post,
@@ -67,13 +66,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "bottleneck": bott, "bottleneck_name": names[np.where(bott >= 0, bott, -1)],
         "hops": msgs.hops})
     makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
-    st = engine.state_s
-    ranks = LazyFrame({
-        "rank": np.arange(w.nranks), "node": node_of_rank[: w.nranks],
-        "finish_s": np.asarray(engine.finish_s, float),
-        "compute_s": st[:, 0], "send_s": st[:, 1], "recv_s": st[:, 2], "wait_s": st[:, 3],
-        "barrier_s": st[:, 4], "overhead_s": st[:, 5],
-        "handler_s": np.asarray(engine.handler_s, float)})
+    ranks = ranks_table(engine, w.nranks, node_of_rank)
     # per-resource summary: messages and bytes from routes, contention from the change log
     nres = network.nresources
     res = msgs.route_res
@@ -85,28 +78,9 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     lt, lres, lcount = engine.load if engine.record else (np.zeros(0), np.zeros(0, np.int32),
                                                            np.zeros(0, np.int32))
     lr, lt0, lt1, lc = link_intervals(lt, lres, lcount, makespan)
-    # the kernels integrate contention as they go, so these hold without recording too
-    area = np.zeros(nres)
-    busy = np.zeros(nres)
-    peak = np.zeros(nres, np.int64)
-    k = min(nres, len(engine.area))
-    area[:k], busy[:k], peak[:k] = engine.area[:k], engine.busy[:k], engine.peak[:k]
-    used = np.flatnonzero(n_msgs > 0)
-    bg = network.background_flat()
-    cap = np.asarray(network.resource_capacity_Bps() if hasattr(network, "resource_capacity_Bps")
-                     else network.capacity_Bps, np.float64).reshape(-1)[:nres]
     routes = Routes(ptr=np.asarray(msgs.route_ptr, np.int64), res=np.asarray(msgs.route_res))
-    resources = LazyFrame({"resource": np.arange(nres), "name": names[:nres],
-                              "capacity_Bps": cap, "background": bg[:nres]})
-    with np.errstate(divide="ignore", invalid="ignore"):
-        util_mean = n_bytes[used] / (cap[used] * makespan) if makespan > 0 else \
-            np.full(len(used), np.nan)
-    links = LazyFrame({
-        "resource": used, "name": names[used], "messages": n_msgs[used],
-        "bytes": n_bytes[used].astype(np.int64), "peak_active": peak[used],
-        "mean_active": area[used] / makespan if makespan > 0 else np.zeros(len(used)),
-        "busy_s": busy[used], "background": bg[used], "capacity_Bps": cap[used],
-        "utilisation_mean": util_mean, "utilisation_peak": np.full(len(used), np.nan)})
+    resources, links, used, cap, bg = link_tables(engine, network, names, n_msgs, n_bytes,
+                                                  makespan)
     rank_states = link_load = None
     if engine.record:
         a, b, c, d = engine.states
@@ -140,6 +114,53 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         send_mode=options.get("send_mode", "rendezvous"), rank_states=rank_states,
         link_load=link_load, options=options, events=engine.events, resources=resources,
         routes=routes, signals=signals, measured=(w.meta or {}).get("measured"), meta=meta)
+
+
+def resource_names(network):
+    """Resource names by id, with "" at index -1 (intra-node messages' bottleneck)."""
+    return np.array([network.resource_name(i) for i in range(network.nresources)] + [""],
+                    dtype=object)
+
+
+def ranks_table(engine, nranks: int, node_of_rank):
+    """The per-rank table from the engine's arrays."""
+    from ccmod.result import LazyFrame
+    st = engine.state_s
+    return LazyFrame({
+        "rank": np.arange(nranks), "node": node_of_rank[: nranks],
+        "finish_s": np.asarray(engine.finish_s, float),
+        "compute_s": st[:, 0], "send_s": st[:, 1], "recv_s": st[:, 2], "wait_s": st[:, 3],
+        "barrier_s": st[:, 4], "overhead_s": st[:, 5],
+        "handler_s": np.asarray(engine.handler_s, float)})
+
+
+def link_tables(engine, network, names, n_msgs, n_bytes, makespan: float):
+    """``(resources, links, used, cap, bg)``: the link table and the used resources' table
+    from per-resource message and byte counts and the kernel's contention integrals."""
+    from ccmod.result import LazyFrame
+    nres = network.nresources
+    # the kernels integrate contention as they go, so these hold without recording too
+    area = np.zeros(nres)
+    busy = np.zeros(nres)
+    peak = np.zeros(nres, np.int64)
+    k = min(nres, len(engine.area))
+    area[:k], busy[:k], peak[:k] = engine.area[:k], engine.busy[:k], engine.peak[:k]
+    used = np.flatnonzero(n_msgs > 0)
+    bg = network.background_flat()
+    cap = np.asarray(network.resource_capacity_Bps() if hasattr(network, "resource_capacity_Bps")
+                     else network.capacity_Bps, np.float64).reshape(-1)[:nres]
+    resources = LazyFrame({"resource": np.arange(nres), "name": names[:nres],
+                           "capacity_Bps": cap, "background": bg[:nres]})
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util_mean = n_bytes[used] / (cap[used] * makespan) if makespan > 0 else \
+            np.full(len(used), np.nan)
+    links = LazyFrame({
+        "resource": used, "name": names[used], "messages": n_msgs[used],
+        "bytes": n_bytes[used].astype(np.int64), "peak_active": peak[used],
+        "mean_active": area[used] / makespan if makespan > 0 else np.zeros(len(used)),
+        "busy_s": busy[used], "background": bg[used], "capacity_Bps": cap[used],
+        "utilisation_mean": util_mean, "utilisation_peak": np.full(len(used), np.nan)})
+    return resources, links, used, cap, bg
 
 
 def _states_frame(cols):

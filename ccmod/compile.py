@@ -212,6 +212,40 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     rec_msg[send_rec[:M0]] = np.arange(M0)
     rec_msg[recv_rec[:M0]] = np.arange(M0)
     rec_msg[am] = M0 + 2 * np.arange(A)
+    c = message_costs(network, node_of_rank, src, dst, nbytes, sharing, intra_latency_s,
+                      intra_bandwidth_Bps, charge_overheads)
+    notes = CostNotes(sharing, network.cost)
+    notes.add(c)
+    if c["bad"] >= 0:
+        raise _err(w, int(send_rec[c["bad"]]), "the cost model gives no finite time for this "
+                                               "message")
+    quiet, latency, cap, intra, same = c["quiet"], c["latency"], c["cap"], c["intra"], c["same"]
+    route_ptr, route_res, hops = c["route_ptr"], c["route_res"], c["hops"]
+    o_send, o_recv = c["o_send"], c["o_recv"]
+    gap = np.full(int(network.nnodes), float(getattr(network.cost, "gap_s", 0.0)))
+    notes = notes.notes()
+    return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst, tag=tag,
+                    nbytes=nbytes, rec_msg=rec_msg, route_ptr=route_ptr, route_res=route_res,
+                    quiet_s=quiet, latency_s=latency, flow_cap_Bps=cap, intra=intra,
+                    hops=hops.astype(np.int32), kind=kind, handler_s=handler_s, notes=notes,
+                    same_node=same, o_send_s=o_send, o_recv_s=o_recv, gap_s=gap)
+
+
+def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
+                  intra_latency_s: float, intra_bandwidth_Bps: float,
+                  charge_overheads: bool = False, compile_routes=None) -> dict:
+    """Routes and quiet costs of messages ``src -> dst`` of ``nbytes`` (vectorised, each
+    message on its own: a batch of messages gets the values the whole trace would).
+
+    ``compile_routes(pairs)`` gives the route table of distinct (src node, dst node) pairs
+    (default ``network.compile_routes``; a streamed run caches it). Returns the arrays
+    (``route_ptr``, ``route_res``, ``hops``, ``quiet``, ``latency``, ``cap``, ``intra``,
+    ``same``, ``o_send``, ``o_recv``), what :class:`CostNotes` counts, and ``bad``: the
+    first message the cost model gives no finite time (-1: none).
+    """
+    M = len(nbytes)
+    if compile_routes is None:
+        compile_routes = network.compile_routes
     sn = node_of_rank[src].astype(np.int64)
     dn = node_of_rank[dst].astype(np.int64)
     same = sn == dn
@@ -223,7 +257,7 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     else:
         pairs, pinv = np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
     pinv = np.asarray(pinv).reshape(-1)
-    table = network.compile_routes(pairs)
+    table = compile_routes(pairs)
     hops = table.hops[pinv] if M else np.zeros(0, np.int32)
     route_ptr = np.zeros(M + 1, np.int64)
     np.cumsum(hops, out=route_ptr[1:])
@@ -264,7 +298,6 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         cap = np.asarray(cost.bandwidth_Bps(nbytes), float)
     else:
         cap = np.full(M, np.inf)
-    notes = []
     net_m = ~same & (hops > 0)
     # a note exactly when a (finite) quiet-cost bandwidth exceeds the route's bottleneck
     # capacity, under every sharing rule (the physical cost has no bandwidth of its own)
@@ -273,14 +306,8 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         # max-min moves the bytes over the links, so a lone message takes
         # latency + bytes / min(model bandwidth, route capacity): that is its quiet time
         quiet = np.where(net_m, latency + nbytes / np.minimum(cap, bw), quiet)
-    if fast.any():
-        how = ("with --sharing maxmin the links limit them" if sharing == "maxmin" else
-               f"with --sharing {sharing} the cost model alone sets their quiet time, faster "
-               "than the links could carry")
-        notes.append(
-            f"the cost model's bandwidth (up to {cap[fast].max():.4g} B/s) exceeds the "
-            f"route's bottleneck link capacity ({bw[fast].min():.4g} B/s) on "
-            f"{int(fast.sum())} message(s): {how}; give the network a matching bandwidth=")
+    fast_stats = (int(fast.sum()), float(cap[fast].max()) if fast.any() else 0.0,
+                  float(bw[fast].min()) if fast.any() else 0.0)
     if table.flow_cap_Bps is not None and M:
         # a non-shared hop (FATPIPE) limits each flow on its own: it is not a resource
         cap = np.minimum(cap, table.flow_cap_Bps[pinv])
@@ -304,16 +331,51 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         latency = latency - o_tot
     else:
         o_send, o_recv = np.zeros(M), np.zeros(M)
-    gap = np.full(int(network.nnodes), float(getattr(cost, "gap_s", 0.0)))
-    notes += range_notes(cost, nbytes[~same] if M else nbytes)
+    far = nbytes[~same] if M else nbytes
+    hi = getattr(cost, "fitted_max_bytes", None)
     bad = np.flatnonzero(~np.isfinite(quiet) | (quiet < 0))
-    if bad.size:
-        raise _err(w, int(send_rec[bad[0]]), "the cost model gives no finite time for this message")
-    return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst, tag=tag,
-                    nbytes=nbytes, rec_msg=rec_msg, route_ptr=route_ptr, route_res=route_res,
-                    quiet_s=quiet, latency_s=latency, flow_cap_Bps=cap, intra=intra,
-                    hops=hops.astype(np.int32), kind=kind, handler_s=handler_s, notes=notes,
-                    same_node=same, o_send_s=o_send, o_recv_s=o_recv, gap_s=gap)
+    return dict(route_ptr=route_ptr, route_res=route_res, hops=hops.astype(np.int32),
+                quiet=quiet, latency=latency, cap=cap, intra=intra, same=same,
+                o_send=o_send, o_recv=o_recv, fast=fast_stats,
+                over=(int((far > hi).sum()) if hi is not None and len(far) else 0,
+                      int(np.max(far)) if len(far) else 0),
+                bad=int(bad[0]) if bad.size else -1)
+
+
+class CostNotes:
+    """The notes :func:`message_costs` leads to, counted over one or many batches."""
+
+    def __init__(self, sharing: str, cost):
+        self.sharing, self.cost = sharing, cost
+        self.fast_n, self.fast_cap, self.fast_bw = 0, 0.0, np.inf
+        self.over_n, self.far_max = 0, 0
+
+    def add(self, c: dict) -> None:
+        n, cap, bw = c["fast"]
+        if n:
+            self.fast_n += n
+            self.fast_cap = max(self.fast_cap, cap)
+            self.fast_bw = min(self.fast_bw, bw)
+        self.over_n += c["over"][0]
+        self.far_max = max(self.far_max, c["over"][1])
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.fast_n:
+            how = ("with --sharing maxmin the links limit them" if self.sharing == "maxmin"
+                   else f"with --sharing {self.sharing} the cost model alone sets their "
+                   "quiet time, faster than the links could carry")
+            out.append(
+                f"the cost model's bandwidth (up to {self.fast_cap:.4g} B/s) exceeds the "
+                f"route's bottleneck link capacity ({self.fast_bw:.4g} B/s) on "
+                f"{self.fast_n} message(s): {how}; give the network a matching bandwidth=")
+        hi = getattr(self.cost, "fitted_max_bytes", None)
+        if hi is not None and self.over_n:
+            out.append(f"{self.over_n} message(s) up to {self.far_max} bytes are beyond the "
+                       f"cost model's fitted range (<= {int(hi)} bytes): their time is "
+                       "extrapolated from the last segment; fit with larger sizes (e.g. add "
+                       "osu_bw / IMB Uniband data)")
+        return out
 
 
 def range_notes(cost, nbytes) -> list[str]:

@@ -113,6 +113,10 @@ class Engine:
     message_sink : callable, optional
         With ``window_records``: where each message's outputs go once its slot is
         retired (:mod:`ccmod.kernel.slots`; default: arrays the collector reads).
+    stream : ccmod.stream_inputs.StreamInputs, optional
+        With ``window_records``: a streamed run's record source (``source``), matcher
+        and per-batch message inputs (``inputs``); ``workload`` and ``msgs`` are then
+        not read (None is fine): nothing the size of the trace is built.
     on_pause : callable, optional
         ``on_pause(engine)`` whenever the kernel pauses (a window refill, every
         :data:`PROGRESS_EVENTS` horizons) and once at the end, before the results are
@@ -123,7 +127,7 @@ class Engine:
                  sharing="ccmod", send_mode="rendezvous", eager_limit_bytes=0, record=True,
                  signals=False, progress=None, node_of_rank=None, gap_s=None, bg_t_s=None,
                  bg_resource=None, bg_load=None, window_records=None, on_pause=None,
-                 message_sink=None):
+                 message_sink=None, stream=None):
         from ccmod.kernel import state as ks
         from ccmod.kernel.waits import resolve_waits
         from ccmod.codes import OP_NAMES
@@ -131,7 +135,8 @@ class Engine:
         entry, params = SHARING_RULES.resolve(sharing, source="--sharing", defaults=True)
         rule = entry.name
         lat_unshared = rule == "maxmin" or params.get("latency") == "unshared"
-        self.w = w = workload
+        self.stream = stream
+        self.w = w = workload if stream is None else stream.source
         self.m = msgs
         self.sharing = sharing
         self.send_mode = send_mode
@@ -139,8 +144,9 @@ class Engine:
         self.progress = progress
         self.on_pause = on_pause
         n = w.nranks
-        M = len(msgs.nbytes)
-        bad = np.flatnonzero((w.op < 0) | (w.op >= len(OP_NAMES)))
+        M = len(msgs.nbytes) if stream is None else int(stream.inputs.nmsg)
+        bad = np.zeros(0, np.int64) if stream is not None else \
+            np.flatnonzero((w.op < 0) | (w.op >= len(OP_NAMES)))
         if bad.size:
             f, ln = w.where(int(bad[0]))
             raise CcmodInputError(f"unknown op code {int(w.op[bad[0]])}", source=f, line=ln)
@@ -148,7 +154,8 @@ class Engine:
         if window_records is not None:
             from ccmod.kernel.window import WindowFeed
             # message ids from the incremental matcher (the static ones: a test checks)
-            self.feed = WindowFeed(w, None, int(window_records), start=False)
+            self.feed = WindowFeed(w, None, int(window_records), start=False,
+                                   matcher=None if stream is None else stream.matcher)
             badpc = -1
         else:
             badpc, wait_msg, wait_side, wa_ptr, wa_msg, wa_side = resolve_waits(
@@ -163,11 +170,13 @@ class Engine:
         node_of_rank = np.asarray(node_of_rank, np.int64)
         nnodes = int(node_of_rank.max()) + 1 if len(node_of_rank) else 1
         gap = np.zeros(nnodes) if gap_s is None else np.asarray(gap_s, np.float64)
-        if send_mode == "rendezvous":
+        eager = unshared = None     # a streamed run's come with each batch of messages
+        if stream is None and send_mode == "rendezvous":
             eager = (msgs.nbytes <= eager_limit_bytes) & (eager_limit_bytes > 0)
-        else:
+        elif stream is None:
             eager = np.ones(M, np.bool_)
-        unshared = np.asarray(getattr(msgs, "unshared", msgs.intra), np.bool_)
+        if stream is None:
+            unshared = np.asarray(getattr(msgs, "unshared", msgs.intra), np.bool_)
         code = 1 if rule == "maxmin" else 0
         self.C = ks.config(code, lat_unshared, send_mode == "detached",
                            bool(record), bool(signals), bool(np.any(gap > 0)),
@@ -187,6 +196,9 @@ class Engine:
         bg_load = np.asarray(bg_load, np.float64)[order]
         bgr = np.asarray(background, np.float64)
         if code == 0 and params.get("capacity") == "ratio":
+            if stream is not None:
+                raise CcmodInputError("capacity=ratio needs every message's route before the "
+                                      "run: not streamed", source="--sharing")
             # free[l] = (1 - background) * capacity / quiet bandwidth: BA counts capacities
             ratio = capacity_ratio(nresources, capacity_Bps, msgs.route_ptr, msgs.route_res,
                                    msgs.flow_cap_Bps)
@@ -198,8 +210,10 @@ class Engine:
         self.L = ks.new_logs()
         self.slots = None
         if self.feed is not None:
-            from ccmod.kernel.slots import Slots
-            self.slots = Slots(self, msgs, sink=message_sink)  # lays the state out
+            from ccmod.kernel.slots import MessageInputs, Slots
+            provider = stream.inputs if stream is not None else \
+                MessageInputs(msgs, eager, unshared)
+            self.slots = Slots(self, provider, sink=message_sink)  # lays the state out
             self.feed.start(self.slots.assign)
             self.P = self.feed.program
         else:
@@ -348,17 +362,18 @@ class Engine:
         if s == STATE_BARRIER:
             return f"rank {r} in barrier{where}"
         waits = []
-        M, G = self.m, self.G
+        G, Mv = self.G, self.Mv
         detached = self.send_mode == "detached"
-        okey = self.Mv.okey               # slot -> message (streaming), else the identity
+        okey = Mv.okey                    # slot -> message (streaming), else the identity
+        tags = self.slots.tag if self.slots is not None else self.m.tag
         for s_ in range(len(G.t_end)):
-            m = int(okey[s_])
-            if m < 0:
+            if int(okey[s_]) < 0:
                 continue
+            tag = int(tags[s_])
             if G.send_waiter[s_] == r and not (detached or G.t_end[s_] < INF):
-                waits.append(f"send to {int(M.dst[m])} (tag {int(M.tag[m])}, {int(M.nbytes[m])} B)")
+                waits.append(f"send to {int(Mv.dst[s_])} (tag {tag}, {int(Mv.nbytes[s_])} B)")
             if G.recv_waiter[s_] == r and G.t_end[s_] == INF:
-                waits.append(f"recv from {int(M.src[m])} (tag {int(M.tag[m])})")
+                waits.append(f"recv from {int(Mv.src[s_])} (tag {tag})")
             if len(waits) >= 3:
                 break
         what = {STATE_SEND: "send", STATE_RECV: "recv", STATE_WAIT: "wait"}.get(s, "state")

@@ -1,17 +1,23 @@
 """``ccmod run --stream``: a Parquet trace run in per-rank windows, outputs streamed.
 
-The trace is read through :class:`ccmod.workloads.parquet_stream.ParquetRecordSource`
-(the streaming layout ``ccmod convert`` writes; anything else is refused in one line
-saying what to do), the kernel runs on windows of ``window`` records per rank
-(:mod:`ccmod.kernel.window`: bit for bit the whole program's results) and, with ``--out``,
-the rank-state recordings are drained into the run directory at every kernel pause
-(:class:`ccmod.outputs.parquet_stream.StreamedRunWriter`), the contention log is dropped
-(no ``link_load`` table under streaming) and the messages table is appended in batches.
-The summary (``--json``) counts messages and bytes from the batches written.
+Nothing the size of the trace is held (issue 10). The trace is read through
+:class:`ccmod.workloads.parquet_stream.ParquetRecordSource` (the streaming layout
+``ccmod convert`` writes; anything else is refused in one line saying what to do): one
+pass over ``op``/``peer``/``duration_s`` first (:meth:`~ParquetRecordSource.survey`: per
+rank message counts, the node pairs that exchange messages), then the kernel runs on
+windows of ``window`` records per rank (:mod:`ccmod.kernel.window`: bit for bit the whole
+program's results), matched incrementally (:mod:`ccmod.kernel.matcher`); each batch of new
+messages gets its routes and costs when its window is loaded
+(:mod:`ccmod.stream_inputs`). With ``--out``, rank-state recordings are drained into the
+run directory at every kernel pause and every message's row is appended once its slot is
+retired (:class:`MessageRows`, :class:`ccmod.outputs.parquet_stream.StreamedRunWriter`);
+the contention log is dropped (no ``link_load`` table under streaming).
 
-What is still sized by the trace (issue 10): the kernel's per-message arrays and the
-message costs and routes (:func:`ccmod.compile.compile_messages`), and the records
-themselves, which the windowed feed and its matcher still index as whole columns.
+Row order of ``messages.parquet``: the order messages finish (their slots are retired,
+batch by batch), not ``msg_id`` order; each row is the in-memory run's row (a test
+compares them sorted by ``msg_id``). What the summary needs is counted as rows go by.
+What stays per rank or per resource: the survey's counts, the per-resource totals, the
+kernel's rank state; per message in flight: slots, matcher queues.
 """
 from __future__ import annotations
 
@@ -53,14 +59,71 @@ class _Drain:
 
     def __call__(self, eng) -> None:
         from ccmod.kernel.record import state_arrays
+        from ccmod.kernel.window import clear_logs
         L = eng.L
-        if self.writer is not None and len(L.states):
-            self.writer.states(*state_arrays(L.states))
-        L.states.clear()
-        L.load.clear()
+        if self.writer is not None:
+            st = state_arrays(L.states)
+            if len(st[0]):
+                self.writer.states(*st)
+        clear_logs(L.states, L.load)
         # what was recorded went to the writer: the collector builds no interval tables
         # (nor the link utilisation over every message that link_load would need)
         eng.record = False
+
+
+class MessageRows:
+    """The message sink of a streamed run (:mod:`ccmod.kernel.slots`): retired slots'
+    rows become the ``messages`` table's columns (as :func:`ccmod.collect.collect` makes
+    them), appended to the writer in batches of :data:`MESSAGE_BATCH`; counts, bytes and
+    the last end time are kept for the summary."""
+
+    def __init__(self, writer, names):
+        self.writer = writer
+        self.names = names
+        self.parts: list = []
+        self.pending = 0
+        self.n = 0
+        self.bytes = 0
+        self.t_end_max = -np.inf
+
+    def rows(self, c: dict) -> None:
+        k = len(c["msg_id"])
+        if not k:
+            return
+        self.n += k
+        self.bytes += int(np.asarray(c["nbytes"]).sum())
+        self.t_end_max = max(self.t_end_max, float(np.max(c["t_end_s"])))
+        if self.writer is None:
+            return
+        self.parts.append({n: np.array(v) for n, v in c.items()})
+        self.pending += k
+        if self.pending >= MESSAGE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.parts:
+            return
+        c = {n: np.concatenate([p[n] for p in self.parts]) for n in self.parts[0]}
+        self.parts, self.pending = [], 0
+        quiet = c["quiet_s"]
+        t_start, t_end = c["t_start_s"], c["t_end_s"]
+        slowdown = np.subtract(t_end, t_start)
+        pos = quiet > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            np.divide(slowdown, quiet, out=slowdown, where=pos)
+        slowdown[~pos] = 1.0
+        bott = c["bottleneck"].astype(np.int64)
+        self.writer.messages({
+            "msg_id": c["msg_id"].astype(np.int64), "src": c["src"].astype(np.int32),
+            "dst": c["dst"].astype(np.int32), "tag": c["tag"].astype(np.int32),
+            "nbytes": c["nbytes"].astype(np.int64),
+            "t_post_s": np.minimum(c["t_post_send_s"], c["t_post_recv_s"]),
+            "t_post_send_s": c["t_post_send_s"], "t_post_recv_s": c["t_post_recv_s"],
+            "t_start_s": t_start, "t_end_s": t_end,
+            # the quiet time with the CPU overheads the kernel charged to the ranks
+            "quiet_s": quiet + c["o_send_s"] + c["o_recv_s"], "slowdown": slowdown,
+            "bottleneck": bott, "bottleneck_name": self.names[np.where(bott >= 0, bott, -1)],
+            "hops": c["hops"].astype(np.int32)})
 
 
 def run_streamed(trace, network="star", options=None, *, out_dir=None,
@@ -85,8 +148,14 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
         ``rank_states`` and ``link_load`` are None (streamed to ``out_dir``, or dropped);
         ``options["stream"]`` says how the run was fed.
     """
-    from ccmod.api import run
+    import time
+
+    from ccmod.api import prepare_run, run_info, run_notes
+    from ccmod.collect import link_tables, ranks_table, resource_names
+    from ccmod.engine import Engine
     from ccmod.options import RunOptions
+    from ccmod.result import DEFAULT_PACKET_SIZE, RunResult
+    from ccmod.stream_inputs import stream_inputs
     from ccmod.workloads.parquet_stream import open_stream_source
     opts = RunOptions.make(options, **option_values)
     W = DEFAULT_WINDOW if window is None else int(window)
@@ -94,18 +163,60 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
         raise CcmodInputError(f"--window must be at least 1 record, not {W}", source="--window")
     check_stream_options(background=opts.background)
     src = open_stream_source(trace, opts.fmt, opts.compute_scale)
-    w = source_workload(src, trace, opts)
+    t0 = time.perf_counter()
+    p = prepare_run(src, network, opts)
+    net, node_of_rank = p.net, p.node_of_rank
+    info = run_info(trace, src, opts, p)
+    cap = net.resource_capacity_Bps()
+    gap = np.full(int(net.nnodes), float(getattr(net.cost, "gap_s", 0.0)))
+    names = resource_names(net)
     writer = None
     if out_dir is not None:
         from ccmod.outputs.parquet_stream import StreamedRunWriter
-        writer = StreamedRunWriter(out_dir, w.nranks)
+        writer = StreamedRunWriter(out_dir, src.nranks)
+
+    def make_engine(level, main=True):
+        s_ = stream_inputs(src if main else open_stream_source(trace, opts.fmt,
+                                                                 opts.compute_scale), p, opts)
+        return Engine(None, None, net.nresources, cap, level, sharing=opts.sharing,
+                      send_mode=opts.send_mode, eager_limit_bytes=int(p.eager_limit_bytes),
+                      record=main and writer is not None, signals=False,
+                      progress=progress if main else None, node_of_rank=node_of_rank,
+                      gap_s=gap, window_records=W, on_pause=_Drain(writer) if main else None,
+                      message_sink=rows if main else _Count(), stream=s_)
+
+    rows = MessageRows(writer, names)
     try:
-        result = run(w, network, opts, record=writer is not None, window_records=W,
-                     progress=progress, bounds=bounds, on_pause=_Drain(writer))
+        eng = make_engine(p.bg.level(net, "mean"))
+        makespan = eng.run()
+        rows.flush()
+        bounds_out = None
+        if bounds:
+            from ccmod.bounds import bounds_makespans
+            bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, main=False), net,
+                                          p.bg)
+        wall = time.perf_counter() - t0
+        ins = eng.stream.inputs
+        info["notes"] = run_notes(src, p, ins.notes.notes())
+        makespan = max(makespan, rows.t_end_max if rows.n else 0.0)
+        resources, links, _, _, _ = link_tables(eng, net, names, eng.slots.res_messages,
+                                                eng.slots.res_bytes, makespan)
+        ps = getattr(net, "packet_size", None)
+        result = RunResult(
+            makespan_s=makespan, rank_finish_s=np.asarray(eng.finish_s, float),
+            ranks=ranks_table(eng, src.nranks, node_of_rank), messages=None, links=links,
+            records=src.nrecords, wall_s=wall, network=net.describe(), sharing=opts.sharing,
+            send_mode=opts.send_mode, options=info, events=eng.events, resources=resources,
+            measured=(src.meta or {}).get("measured"),
+            meta={"nranks": int(src.nranks),
+                  "packet_size_bytes": int(ps) if ps else DEFAULT_PACKET_SIZE,
+                  "packet_size_source": "network" if ps else "default"})
+        result.bounds = bounds_out
+        result.streamed = {"messages": rows.n, "bytes": rows.bytes}
+        from ccmod.api import _trace_notes
+        _trace_notes(src, result, opts.compute_rate)
         if writer is not None:
-            _write_messages(result, writer)
             writer.finish(result)
-            result.streamed = {"messages": writer.n_messages, "bytes": writer.bytes}
     except BaseException:
         if writer is not None:
             writer.abort()
@@ -115,18 +226,8 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
     return result
 
 
-def source_workload(src, trace, opts):
-    """The Workload the windowed feed reads (today: the whole trace, read by the Parquet
-    reader; the feed reading ``src`` rank by rank is the next step, see the module doc)."""
-    from ccmod.api import load_workload
-    return load_workload(trace, **opts.load_kwargs())
+class _Count:
+    """The message sink of the ``--bounds`` reruns: their rows are not written."""
 
-
-def _write_messages(result, writer) -> None:
-    m = result.__dict__.get("messages")
-    cols = m.columns if isinstance(getattr(m, "columns", None), dict) else \
-        {c: m[c].to_numpy() for c in m.columns}
-    n = result.table_len("messages")
-    for a in range(0, n, MESSAGE_BATCH):
-        writer.messages({k: np.asarray(v)[a:a + MESSAGE_BATCH] for k, v in cols.items()})
-
+    def rows(self, c: dict) -> None:
+        pass

@@ -14,10 +14,29 @@ import numpy as np
 
 from ccmod.workloads.base import (OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_NAMES, RECV_OPS,
                                   SEND_OPS)
-from ccmod.workloads.units import SMPI_DEFAULT_HOST_SPEED, format_rate
+from ccmod.workloads.units import SMPI_DEFAULT_HOST_SPEED, ExactSum, format_rate
 
 #: compute below this fraction of the predicted communication is called implausible
 IMPLAUSIBLE_COMPUTE_FRACTION = 1e-3
+
+
+def _op_counts(w) -> np.ndarray:
+    """Records per op code (a streamed run's trace survey carries them: ``op_counts``)."""
+    got = getattr(w, "op_counts_total", None)
+    if got is not None:
+        return np.asarray(got, np.int64)
+    return np.bincount(np.asarray(w.op).astype(np.int64), minlength=len(OP_NAMES))
+
+
+def _compute_sum_s(w) -> float:
+    """Seconds of compute records, correctly rounded (a streamed run's survey sums them
+    group by group: :class:`ExactSum`)."""
+    got = getattr(w, "compute_total_s", None)
+    if got is not None:
+        return float(got)
+    acc = ExactSum()
+    acc.add(w.duration_s[w.op == OP_COMPUTE])
+    return acc.value()
 
 
 def compute_info(w, compute_rate: float) -> dict:
@@ -27,9 +46,8 @@ def compute_info(w, compute_rate: float) -> dict:
     if unit == "flops":
         rate = float(w.meta.get("compute_rate", compute_rate))
         scale = float(w.meta.get("compute_scale", 1.0)) or 1.0
-        comp = w.op == OP_COMPUTE
         out["rate_flops"] = rate
-        out["flops"] = float(w.duration_s[comp].sum() * rate / scale)
+        out["flops"] = float(_compute_sum_s(w) * rate / scale)
     return out
 
 
@@ -47,7 +65,7 @@ def compute_notes(w, compute_rate: float, comm_s: float, compute_s_max: float) -
     if info["unit"] != "flops":
         return []
     rate = info["rate_flops"]
-    if not np.any(w.op == OP_COMPUTE):
+    if not _op_counts(w)[OP_COMPUTE]:
         return []
     notes = [f"compute: {info['flops']:.4g} flops in the trace at {format_rate(rate)} "
              "(--compute-rate; SMPI traces count flops at its smpi/host-speed, default "
@@ -66,12 +84,12 @@ def compute_notes(w, compute_rate: float, comm_s: float, compute_s_max: float) -
 def holds_no_communication(w) -> bool:
     """True when no record communicates (no send/recv, barrier or active message)."""
     comm = SEND_OPS + RECV_OPS + (OP_BARRIER, OP_AMREQUEST)
-    return not bool(np.isin(w.op, comm).any())
+    return not bool(_op_counts(w)[list(comm)].any())
 
 
 def nothing_to_predict_note(w, makespan_s: float) -> str:
     """The sentence said instead of a bare prediction when there is no communication."""
-    ops = np.bincount(w.op.astype(np.int64), minlength=len(OP_NAMES))
+    ops = _op_counts(w)
     held = ", ".join(f"{int(ops[i]):,} {OP_NAMES[i]}" for i in range(len(OP_NAMES)) if ops[i])
     held = held or "no records"
     skipped = {k: v for k, v in w.meta.items()

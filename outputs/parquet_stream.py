@@ -7,8 +7,8 @@ built from tables held in memory. Each stays under its hidden temporary name
 (:func:`ccmod.atomic.temp_path`) until :meth:`StreamedRunWriter.finish` renames it into
 place, so a crashed run leaves no half table under a final name.
 
-Row order: messages in the order they are handed in (by message id when the host hands
-them so); rank states in recording order, followed by the idle gaps. The idle gaps are
+Row order: messages in the order they are handed in (a streamed run: the order they
+finish, :mod:`ccmod.streaming`); rank states in recording order, followed by the idle gaps. The idle gaps are
 computed per batch with each rank's running end carried over (a rank's intervals are
 recorded in start order), so they are the in-memory sink's gaps, grouped by batch instead
 of by rank. ``link_load.parquet`` is not written under streaming (its intervals are sorted
@@ -182,7 +182,9 @@ class StreamedRunWriter:
                 self.st.close(_state_table(np.zeros(0, np.int64), np.zeros(0, np.int8),
                                            np.zeros(0), np.zeros(0)))
                 n_states = self.st.rows
-            self.msgs.close(None if self.msgs.rows else _empty_messages(result))
+            if not self.msgs.rows:
+                self.messages(_empty_messages())
+            self.msgs.close(None)
             summary = result.summary()
             summary["messages"] = self.n_messages
             summary["bytes"] = self.bytes
@@ -213,10 +215,11 @@ def _table_of(batch):
     return pa.Table.from_batches([batch])
 
 
-def _empty_messages(result):
-    import pyarrow as pa
-    m = result.messages
-    df = m.iloc[:0] if hasattr(m, "iloc") else m
-    if "bottleneck_name" in df.columns:
-        df = df.assign(bottleneck_name=df["bottleneck_name"].astype(str))
-    return pa.Table.from_pandas(df, preserve_index=False)
+def _empty_messages() -> dict:
+    """Columns of a messages table without rows (the in-memory table's dtypes)."""
+    i64, i32, f = np.int64, np.int32, np.float64
+    cols = {"msg_id": i64, "src": i32, "dst": i32, "tag": i32, "nbytes": i64, "t_post_s": f,
+            "t_post_send_s": f, "t_post_recv_s": f, "t_start_s": f, "t_end_s": f,
+            "quiet_s": f, "slowdown": f, "bottleneck": i64, "bottleneck_name": object,
+            "hops": i32}
+    return {k: np.zeros(0, t) for k, t in cols.items()}

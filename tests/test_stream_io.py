@@ -82,6 +82,9 @@ def test_streamed_run_writes_the_in_memory_tables(tmp_path, name, w):
         st = run_streamed(p, NET, sharing=sharing, window=window, out_dir=tmp_path / "st")
         assert st.makespan_s.hex() == mem.makespan_s.hex()
         a, b = _tables(tmp_path / "mem"), _tables(tmp_path / "st")
+        # streamed messages come in the order they finish: each row is the in-memory one
+        b["messages"] = b["messages"].sort_values("msg_id", kind="stable").reset_index(
+            drop=True)
         # link_load is not streamed, so neither is the utilisation peak taken from it
         a["links"] = a["links"].drop(columns="utilisation_peak")
         b["links"] = b["links"].drop(columns="utilisation_peak")
@@ -138,3 +141,126 @@ def test_inputs_that_cannot_be_streamed_fail_in_one_line(tmp_path):
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"x": [1, 2]}), bad)
     _one_line(run_cli("run", bad, "--stream"), "not a ccmod workload")
+
+
+def _exchange_with_waits(iterations=30, nranks=4):
+    """isend/irecv + wait/waitall and blocking ring messages (requests outlive windows)."""
+    from ccmod.workloads.base import WorkloadBuilder
+    b = WorkloadBuilder(nranks)
+    for it in range(iterations):
+        for r in range(nranks):
+            b.compute(r, 1e-6 * (1 + (r + it) % 3))
+            b.isend(r, (r + 1) % nranks, 20_000 + 100 * it, 0, tag=1)
+            b.irecv(r, (r - 1) % nranks, 1, tag=1)
+            if it % 2:
+                b.wait(r, 1)
+                b.wait(r, 0)
+            else:
+                b.waitall(r)
+        for r in range(nranks):
+            if r % 2 == 0:
+                b.send(r, (r + 1) % nranks, 100, tag=2)
+                b.recv(r, (r - 1) % nranks, tag=2)
+            else:
+                b.recv(r, (r - 1) % nranks, tag=2)
+                b.send(r, (r + 1) % nranks, 100, tag=2)
+    return b.build()
+
+
+NEW_PATHS = [("FT.S.4 (collectives)", ROOT / "tests" / "data" / "smpi-npb" / "FT.S.4"),
+             ("waits", None)]
+
+
+@pytest.mark.parametrize("name,trace", NEW_PATHS, ids=[n for n, _ in NEW_PATHS])
+def test_streamed_source_paths_equal_in_memory(tmp_path, name, trace):
+    """Read from Parquet rank by rank, matched and costed per batch, rows streamed: the
+    same tables as the in-memory run for window sizes from 1 record to more than a rank
+    holds, both sharing rules; with and without --out."""
+    w = _exchange_with_waits() if trace is None else load_workload(trace)
+    p = write_parquet(w, tmp_path / "w.parquet", row_group_size=5)
+    for sharing in ("ccmod", "maxmin"):
+        mem = run(p, NET, sharing=sharing, sinks=["parquet"], out_dir=tmp_path / "mem")
+        a = _tables(tmp_path / "mem")
+        ja = mem.summary()
+        for k in ("wall_s", "records_per_s"):
+            ja.pop(k)
+        for window in (1, 2, 7, 4096):
+            out = tmp_path / f"st{window}"
+            st = run_streamed(p, NET, sharing=sharing, window=window, out_dir=out)
+            b = _tables(out)
+            b["messages"] = b["messages"].sort_values("msg_id").reset_index(drop=True)
+            for k in a:
+                x, y = a[k], b[k]
+                if k == "links":
+                    x, y = (d.drop(columns="utilisation_peak") for d in (x, y))
+                pd.testing.assert_frame_equal(x, y, check_exact=True,
+                                              obj=f"{name} {sharing} {window} {k}")
+            quiet = run_streamed(p, NET, sharing=sharing, window=window)
+            for r in (st, quiet):
+                jb = r.summary()
+                for k in ("wall_s", "records_per_s"):
+                    jb.pop(k)
+                assert jb == ja, (name, sharing, window)
+
+
+def test_stream_keeps_no_per_record_or_per_message_arrays(tmp_path):
+    """What a streamed run holds is sized by the windows, the ranks and the resources:
+    the kernel's slots stay bounded while the trace grows 8x."""
+    import ccmod.engine
+    held = {}
+    real = ccmod.engine.Engine.run
+
+    def keep(self):
+        held["eng"] = self
+        return real(self)
+    for iters in (50, 400):
+        w = _exchange_with_waits(iters)
+        p = write_parquet(w, tmp_path / f"w{iters}.parquet", row_group_size=64)
+        ccmod.engine.Engine.run = keep
+        try:
+            r = run_streamed(p, NET, window=8)
+        finally:
+            ccmod.engine.Engine.run = real
+        eng = held["eng"]
+        assert eng.m is None and eng.stream is not None
+        assert r.streamed["messages"] == 2 * 4 * iters
+        assert eng.slots.S <= 128 and eng.slots.peak <= 4 * 8 * 2
+        big = [k for k, v in vars(eng.feed.matcher).items()
+               if isinstance(v, np.ndarray) and v.size > 4 * 4096 + 64]
+        assert not big, big
+
+
+def test_streamed_bad_input_is_one_line(tmp_path):
+    from ccmod.workloads.base import WorkloadBuilder
+    # an unmatched send found only at the end of the stream
+    b = WorkloadBuilder(2)
+    for i in range(20):
+        b.send(0, 1, 8, tag=3)
+        b.recv(1, 0, tag=3)
+    b.send(0, 1, 8, tag=3)
+    b.compute(1, 1e-6)
+    p = write_parquet(b.build(), tmp_path / "u.parquet", row_group_size=4)
+    _one_line(run_cli("run", p, "--stream", "--window", "2"), "unmatched send",
+              "rank 0 sends to rank 1")
+    # an unmatched receive, and a wait on a request never posted
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 8, tag=1)
+    b.recv(1, 0, tag=2)
+    p = write_parquet(b.build(), tmp_path / "r.parquet")
+    _one_line(run_cli("run", p, "--stream"), "unmatched recv")
+    b = WorkloadBuilder(2)
+    b.compute(0, 1e-6)
+    b.wait(0, 7)
+    p = write_parquet(b.build(), tmp_path / "w.parquet")
+    _one_line(run_cli("run", p, "--stream", "--window", "1"), "waits on request 7")
+    # a corrupt file: data pages overwritten (the footer still reads), then truncated
+    good = write_parquet(load_workload(TRACES[1]), tmp_path / "g.parquet", row_group_size=16)
+    raw = bytearray(good.read_bytes())
+    bad = tmp_path / "corrupt.parquet"
+    raw[100:len(raw) // 2] = b"\xff" * (len(raw) // 2 - 100)
+    bad.write_bytes(bytes(raw))
+    res = run_cli("run", bad, "--stream")
+    _one_line(res)
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(good.read_bytes()[: len(raw) // 2])
+    _one_line(run_cli("run", cut, "--stream"), "cannot stream")

@@ -183,6 +183,50 @@ class ParquetRecordSource:
             out[self.group_rank[i]] += int(np.isin(op, ops).sum())
         return out
 
+    def survey(self):
+        """One pass over the ``op``, ``peer`` and ``duration_s`` columns, group by group:
+        what a streamed run needs before its first window (sizes: per rank or per op, and
+        the distinct rank pairs that exchange messages). Sets and returns ``self``.
+
+        Attributes set: ``sends`` and ``am_requests`` per rank (message numbering),
+        ``op_counts_total`` per op code and ``compute_total_s`` (the summary's notes),
+        ``rank_pairs`` (sorted ``src * nranks + dst`` of every message, replies too).
+        """
+        from ccmod.codes import OP_AMREQUEST, OP_COMPUTE, OP_ISEND, OP_NAMES, OP_SEND
+        n = self.nranks
+        self.sends = np.zeros(n, np.int64)
+        self.am_requests = np.zeros(n, np.int64)
+        self.op_counts_total = np.zeros(len(OP_NAMES), np.int64)
+        from ccmod.workloads.units import ExactSum
+        comp = ExactSum()
+        pairs = np.zeros(0, np.int64)
+        for i in range(len(self.group_rank)):
+            if self.group_start[i + 1] == self.group_start[i]:
+                continue
+            t = self._group(i, ("op", "peer", "duration_s"))
+            r = int(self.group_rank[i])
+            op = t["op"].astype(np.int64)
+            peer = t["peer"].astype(np.int64)
+            self.op_counts_total += np.bincount(op, minlength=len(OP_NAMES))[:len(OP_NAMES)]
+            snd = (op == OP_SEND) | (op == OP_ISEND)
+            am = op == OP_AMREQUEST
+            self.sends[r] += int(snd.sum())
+            self.am_requests[r] += int(am.sum())
+            d = t["duration_s"][op == OP_COMPUTE].astype(np.float64)
+            if self.compute_scale != 1.0:
+                d = d * self.compute_scale
+            comp.add(d)
+            p = peer[snd | am]
+            p = p[(p >= 0) & (p < n)]            # bad peers are reported when loaded
+            pa = peer[am]
+            pa = pa[(pa >= 0) & (pa < n)]
+            keys = np.unique(np.concatenate([r * n + p, pa * n + r]))
+            if len(keys):
+                pairs = np.union1d(pairs, keys)
+        self.compute_total_s = comp.value()
+        self.rank_pairs = pairs
+        return self
+
     # -- what errors need ---------------------------------------------------------------
     def rank_of(self, g: int) -> int:
         return int(np.searchsorted(self.rank_ptr, g, side="right") - 1)

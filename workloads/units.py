@@ -7,9 +7,58 @@ and plain numbers (flop/s).
 """
 from __future__ import annotations
 
+import numpy as np
+
 # the parser lives in the core (run options use it); kept importable from here
 from ccmod.units import format_rate, parse_compute_rate  # noqa: F401
 
 #: SMPI's default ``smpi/host-speed`` (flop/s): the rate at which its TI tracer turned
 #: measured CPU time into the flops of ``compute`` records (see docs/readers.md)
 SMPI_DEFAULT_HOST_SPEED = 20000.0
+
+
+class ExactSum:
+    """The correctly rounded sum of float64 values added in any number of batches (so a
+    streamed run's survey and the in-memory trace give the same total, bit for bit).
+
+    Each value is an integer mantissa times a power of two: mantissas are summed per
+    exponent (two 26/27-bit halves, exact in float64 for up to 2^26 values a call), then
+    as Python integers; :meth:`value` rounds the exact total once.
+    """
+
+    CHUNK = 1 << 22
+
+    def __init__(self):
+        self.parts: dict[int, int] = {}
+        self.other = 0.0           # non-finite values (a sum that is inf or nan anyway)
+
+    def add(self, x) -> None:
+        x = np.asarray(x, np.float64).reshape(-1)
+        for a in range(0, len(x), self.CHUNK):
+            self._add(x[a:a + self.CHUNK])
+
+    def _add(self, x) -> None:
+        bad = ~np.isfinite(x)
+        if bad.any():
+            self.other += float(x[bad].sum())
+            x = x[~bad]
+        x = x[x != 0]
+        if not len(x):
+            return
+        m, e = np.frexp(x)
+        mi = (m * 2.0 ** 53).astype(np.int64)            # x = mi * 2^(e - 53), exactly
+        exps, inv = np.unique(e, return_inverse=True)
+        hi = np.bincount(inv, weights=(mi >> 26).astype(np.float64), minlength=len(exps))
+        lo = np.bincount(inv, weights=(mi & ((1 << 26) - 1)).astype(np.float64),
+                         minlength=len(exps))
+        for k, ex in enumerate(exps.tolist()):
+            v = (int(hi[k]) << 26) + int(lo[k])
+            self.parts[ex - 53] = self.parts.get(ex - 53, 0) + v
+
+    def value(self) -> float:
+        from fractions import Fraction
+        if self.other != 0.0 or self.other != self.other:
+            return self.other
+        total = sum((Fraction(v) * Fraction(2) ** e for e, v in self.parts.items()),
+                    Fraction(0))
+        return float(total)

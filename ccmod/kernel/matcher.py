@@ -27,7 +27,7 @@ import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.li
 from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND
 
 #: _match return codes besides 0 (done) and -(g + 1) (an error at record g)
-GROW = 1
+GROW, NEED = 1, 2
 E_PEER, E_UNMATCHED, E_TRUNC, E_NEGSIZE = 1, 2, 3, 4
 
 
@@ -37,8 +37,9 @@ def _key(src, dst, tag, n):
 
 
 @njit(cache=True)
-def _push(chan, head, tail, nxt, qid, qrec, free, c, mid, g):
-    """Queue send ``mid`` (record g) on channel c; False when the pool is full."""
+def _push(chan, head, tail, nxt, qid, qrec, qnb, free, c, mid, g, nb):
+    """Queue send ``mid`` (record g, ``nb`` bytes) on channel c; False when the pool is
+    full."""
     x = free[0]
     if x < 0:
         return False
@@ -46,6 +47,7 @@ def _push(chan, head, tail, nxt, qid, qrec, free, c, mid, g):
     nxt[x] = -1
     qid[x] = mid
     qrec[x] = g
+    qnb[x] = nb
     if tail[c] >= 0:
         nxt[tail[c]] = x
     else:
@@ -64,23 +66,29 @@ def _channel(chan, key):
 
 
 @njit(cache=True)
-def _scan_one(s, op, peer, tag, rank_end, n, chan, head, tail, nxt, qid, qrec, free, sc, sn,
-              send_base):
-    """Queue the next record of rank s if it is a send. Returns 0, GROW (pool full,
-    nothing done) or -1 (s has no more records)."""
+def _scan_one(s, rank_end, n, chan, head, tail, nxt, qid, qrec, qnb, free, sc, sn, send_base,
+              sop, speer, stag, snb, sbase, slen, B, err):
+    """Queue the next record of rank s if it is a send (read from s's scan buffer).
+    Returns 0, GROW (pool full, nothing done), NEED (s's buffer does not hold the record:
+    ``err[1] = s``) or -1 (s has no more records)."""
     g = sc[s]
     if g >= rank_end[s]:
         return -1
-    o = op[g]
+    if g < sbase[s] or g >= sbase[s] + slen[s]:
+        err[1] = s
+        return NEED
+    j = s * B + g - sbase[s]
+    o = sop[j]
     if o == OP_SEND or o == OP_ISEND:
-        d = peer[g]
+        d = speer[j]
         if d < 0 or d >= n:
             sc[s] = g + 1          # reported when the sender's window is loaded
             return 0
-        c = _channel(chan, _key(s, d, tag[g], n))
+        c = _channel(chan, _key(s, d, stag[j], n))
         if c >= head.shape[0]:
             return GROW
-        if not _push(chan, head, tail, nxt, qid, qrec, free, c, send_base[s] + sn[s], g):
+        if not _push(chan, head, tail, nxt, qid, qrec, qnb, free, c, send_base[s] + sn[s],
+                     g, snb[j]):
             return GROW
         sn[s] += 1
     sc[s] = g + 1
@@ -88,55 +96,62 @@ def _scan_one(s, op, peer, tag, rank_end, n, chan, head, tail, nxt, qid, qrec, f
 
 
 @njit(cache=True)
-def _match(r, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0, chan, head,
-           tail, nxt, qid, qrec, free, lc, lsn, lam, sc, sn, out, out0, err):
-    """Give message ids to rank r's records ``[lc[r], g1)`` in ``out[g - out0]``.
+def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0, chan,
+           head, tail, nxt, qid, qrec, qnb, free, lc, lsn, lam, sc, sn, sop, speer, stag,
+           snb, sbase, slen, B, out, out_nb, err):
+    """Give message ids to rank r's records ``[lc[r], g1)`` in ``out[g - g0]`` (its
+    records' columns ``op``... indexed ``g - g0`` too), and each message's size (the
+    send's) in ``out_nb``.
 
-    Returns 0 when done, GROW when the pool or the channel table must grow first (call
-    again: it goes on where it stopped), or -(g + 1) for an error at record g (its code in
-    ``err[0]``).
+    Returns 0 when done, GROW when the pool or the channel table must grow first, NEED
+    when a sender's scan buffer must be loaded (rank ``err[1]``; call again: it goes on
+    where it stopped), or -(g + 1) for an error at record g (its code in ``err[0]``).
     """
     while lc[r] < g1:
         g = lc[r]
-        o = op[g]
+        i = g - g0
+        o = op[i]
         mid = -1
+        nb = 0
         if o == OP_SEND or o == OP_ISEND:
-            d = peer[g]
+            d = peer[i]
             if d < 0 or d >= n:
                 err[0] = E_PEER
                 return -(g + 1)
-            if nbytes[g] < 0:
+            if nbytes[i] < 0:
                 err[0] = E_NEGSIZE
                 return -(g + 1)
             if g >= sc[r]:         # not scanned ahead yet: queue it now
-                c = _channel(chan, _key(r, d, tag[g], n))
+                c = _channel(chan, _key(r, d, tag[i], n))
                 if c >= head.shape[0]:
                     return GROW
-                if not _push(chan, head, tail, nxt, qid, qrec, free, c,
-                             send_base[r] + lsn[r], g):
+                if not _push(chan, head, tail, nxt, qid, qrec, qnb, free, c,
+                             send_base[r] + lsn[r], g, nbytes[i]):
                     return GROW
                 sn[r] = lsn[r] + 1
             mid = send_base[r] + lsn[r]
+            nb = nbytes[i]
             lsn[r] += 1
         elif o == OP_RECV or o == OP_IRECV:
-            s = peer[g]
+            s = peer[i]
             if s < 0 or s >= n:
                 err[0] = E_PEER
                 return -(g + 1)
-            c = _channel(chan, _key(s, r, tag[g], n))
+            c = _channel(chan, _key(s, r, tag[i], n))
             if c >= head.shape[0]:
                 return GROW
             while head[c] < 0:     # the send is further on in the sender's trace
-                k = _scan_one(s, op, peer, tag, rank_end, n, chan, head, tail, nxt, qid,
-                              qrec, free, sc, sn, send_base)
-                if k == GROW:
-                    return GROW
+                k = _scan_one(s, rank_end, n, chan, head, tail, nxt, qid, qrec, qnb, free,
+                              sc, sn, send_base, sop, speer, stag, snb, sbase, slen, B, err)
+                if k == GROW or k == NEED:
+                    return k
                 if k < 0:
                     err[0] = E_UNMATCHED
                     return -(g + 1)
             x = head[c]
             mid = qid[x]
-            if nbytes[g] >= 0 and nbytes[g] < nbytes[qrec[x]]:
+            nb = qnb[x]
+            if nbytes[i] >= 0 and nbytes[i] < nb:
                 err[0] = E_TRUNC
                 return -(g + 1)
             head[c] = nxt[x]
@@ -146,40 +161,63 @@ def _match(r, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0, ch
             free[0] = x
         elif o == OP_AMREQUEST:
             mid = m0 + 2 * (am_base[r] + lam[r])
+            nb = nbytes[i]
             lam[r] += 1
-        out[g - out0] = mid
+        out[i] = mid
+        out_nb[i] = nb
         if sc[r] < g + 1:
             sc[r] = g + 1
         lc[r] = g + 1
     return 0
 
 
-class Matcher:
-    """Incremental matching over record columns (any source that gives each rank's
-    records in order; here the workload's arrays)."""
+@njit(cache=True)
+def _new_channels():
+    # made in compiled code: a typed Dict built from Python compiles its constructor in
+    # every process (~1 s), a cached function does not
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
 
-    def __init__(self, w, pool: int = 1024, channels: int = 256):
-        from ccmod.codes import OP_AMREQUEST as AM
-        n = int(w.nranks)
-        self.w = w
+
+@njit(cache=True)
+def _nchannels(chan):
+    return len(chan)
+
+
+class Matcher:
+    """Incremental matching of a record source's ranks (each rank's records in order).
+
+    Parameters
+    ----------
+    source : record source or workloads.base.Workload
+        ``nranks``, ``rank_ptr``, ``read(r, g0, g1, reader)``, ``op_counts(ops)``,
+        ``record(g, name)``, ``where(g)``, ``rank_of(g)``
+        (:class:`ccmod.kernel.window.ArraySource` over a Workload, or
+        :class:`ccmod.workloads.parquet_stream.ParquetRecordSource`). A sender's records
+        are scanned ahead ``scan`` records at a time through its ``"scan"`` reader.
+    """
+
+    def __init__(self, source, pool: int = 1024, channels: int = 256, scan: int = 4096,
+                 counts=None):
+        from ccmod.kernel.window import as_source
+        src = self.src = as_source(source)
+        n = int(src.nranks)
         self.n = n
-        self.cols = (np.asarray(w.op, np.int64), np.asarray(w.peer, np.int64),
-                     np.asarray(w.tag, np.int64), np.asarray(w.nbytes, np.int64))
-        rp = np.asarray(w.rank_ptr, np.int64)
+        rp = np.asarray(src.rank_ptr, np.int64)
         self.rank_end = rp[1:].copy()
-        op = self.cols[0]
-        rank = np.repeat(np.arange(n), np.diff(rp))
-        is_send = (op == OP_SEND) | (op == OP_ISEND)
-        nsend = np.bincount(rank[is_send], minlength=n)
-        nam = np.bincount(rank[op == AM], minlength=n)
+        # sends and active-message requests per rank: every message id is known from a
+        # record's rank and position alone
+        nsend, nam = counts if counts is not None else (
+            src.op_counts((OP_SEND, OP_ISEND)), src.op_counts((OP_AMREQUEST,)))
         self.send_base = np.concatenate([[0], np.cumsum(nsend)[:-1]]).astype(np.int64)
         self.am_base = np.concatenate([[0], np.cumsum(nam)[:-1]]).astype(np.int64)
-        self.m0 = int(nsend.sum())
-        self.chan = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self.m0 = int(np.sum(nsend))
+        self.nmsg = self.m0 + 2 * int(np.sum(nam))
+        self.chan = _new_channels()
         self._alloc_channels(channels)
         self.nxt = np.zeros(0, np.int64)
         self.qid = np.zeros(0, np.int64)
         self.qrec = np.zeros(0, np.int64)
+        self.qnb = np.zeros(0, np.int64)
         self.free = np.full(1, -1, np.int64)
         self._grow_pool(pool)
         self.lc = rp[:-1].copy()
@@ -187,7 +225,13 @@ class Matcher:
         self.lsn = np.zeros(n, np.int64)
         self.sn = np.zeros(n, np.int64)
         self.lam = np.zeros(n, np.int64)
-        self.err = np.zeros(1, np.int64)
+        self.err = np.zeros(2, np.int64)
+        # per rank: a buffer of its next records for the look-ahead (global [sbase, +slen))
+        self.B = B = max(int(scan), 1)
+        self.scan_cols = tuple(np.zeros(max(n, 1) * B, np.int64) for _ in range(4))
+        self.sbase = np.zeros(max(n, 1), np.int64)
+        self.slen = np.zeros(max(n, 1), np.int64)
+        self.nbytes = np.zeros(0, np.int64)
 
     def _alloc_channels(self, k):
         head = np.full(k, -1, np.int64)
@@ -206,28 +250,51 @@ class Matcher:
         nxt[old:k - 1] = np.arange(old + 1, k)
         nxt[k - 1] = self.free[0]
         self.free[0] = old
-        qid = np.zeros(k, np.int64)
-        qrec = np.zeros(k, np.int64)
-        qid[:old] = self.qid
-        qrec[:old] = self.qrec
-        self.nxt, self.qid, self.qrec = nxt, qid, qrec
+        grown = []
+        for a in (self.qid, self.qrec, self.qnb):
+            b = np.zeros(k, np.int64)
+            b[:old] = a
+            grown.append(b)
+        self.nxt = nxt
+        self.qid, self.qrec, self.qnb = grown
 
-    def ids(self, r: int, g0: int, g1: int) -> np.ndarray:
+    def _load_scan(self, s: int) -> None:
+        g = int(self.sc[s])
+        g1 = min(g + self.B, int(self.rank_end[s]))
+        d = self.src.read(s, g, g1, "scan")
+        lo = s * self.B
+        for buf, c in zip(self.scan_cols, ("op", "peer", "tag", "nbytes")):
+            buf[lo:lo + g1 - g] = d[c]
+        self.sbase[s] = g
+        self.slen[s] = g1 - g
+
+    def ids(self, r: int, g0: int, g1: int, cols=None) -> np.ndarray:
         """Message ids of rank r's records ``[g0, g1)`` (the next ones: g0 = where the
-        previous call stopped); -1 for records that are not messages."""
+        previous call stopped); -1 for records that are not messages. ``cols``: those
+        records' ``op``, ``peer``, ``tag``, ``nbytes`` (read from the source when None).
+        Each message's size (its send's) is left in ``self.nbytes``."""
+        if cols is None:
+            cols = self.src.read(r, g0, g1, "load")
+        rec = tuple(np.asarray(cols[c], np.int64) for c in ("op", "peer", "tag", "nbytes"))
         out = np.full(g1 - g0, -1, np.int64)
+        nb = np.zeros(g1 - g0, np.int64)
         while True:
-            k = _match(r, g1, *self.cols, self.rank_end, self.n, self.send_base,
+            k = _match(r, g0, g1, *rec, self.rank_end, self.n, self.send_base,
                        self.am_base, self.m0, self.chan, self.head, self.tail, self.nxt,
-                       self.qid, self.qrec, self.free, self.lc, self.lsn, self.lam, self.sc,
-                       self.sn, out, g0, self.err)
+                       self.qid, self.qrec, self.qnb, self.free, self.lc, self.lsn, self.lam,
+                       self.sc, self.sn, *self.scan_cols, self.sbase, self.slen, self.B, out,
+                       nb, self.err)
             if k == 0:
+                self.nbytes = nb
                 return out
             if k == GROW:
-                if len(self.chan) >= len(self.head):
+                if _nchannels(self.chan) >= len(self.head):
                     self._alloc_channels(2 * len(self.head))
                 if self.free[0] < 0:
                     self._grow_pool(2 * len(self.nxt))
+                continue
+            if k == NEED:
+                self._load_scan(int(self.err[1]))
                 continue
             raise self._error(-k - 1, int(self.err[0]), r)
 
@@ -235,41 +302,42 @@ class Matcher:
         """Match every record not loaded yet (after a run, or a deadlock): raises the
         unmatched receive or send a whole-trace matching would have found."""
         for r in range(self.n):
-            if self.lc[r] < self.rank_end[r]:
-                self.ids(r, int(self.lc[r]), int(self.rank_end[r]))
+            while self.lc[r] < self.rank_end[r]:
+                g0 = int(self.lc[r])
+                self.ids(r, g0, min(g0 + self.B, int(self.rank_end[r])))
         g = self.unmatched_send()
         if g is not None:
             raise self.send_error(g)
 
     def unmatched_send(self):
         """The first send (record index) still waiting for its receive, or None."""
-        live = np.flatnonzero(self.head[:len(self.chan)] >= 0)
+        live = np.flatnonzero(self.head[:_nchannels(self.chan)] >= 0)
         if not live.size:
             return None
         return int(min(self.qrec[self.head[c]] for c in live))
 
     def _error(self, g, code, r):
         from ccmod.compile import _err
-        w = self.w
-        peer, tag = int(w.peer[g]), int(w.tag[g])
+        src = self.src
+        peer, tag = int(src.record(g, "peer")), int(src.record(g, "tag"))
         if code == E_PEER:
-            return _err(w, g, f"record names rank {peer}, but the trace has ranks "
-                              f"0..{w.nranks - 1}", "fix the peer rank")
+            return _err(src, g, f"record names rank {peer}, but the trace has ranks "
+                                f"0..{src.nranks - 1}", "fix the peer rank")
         if code == E_NEGSIZE:
-            return _err(w, g, "send has a negative size")
+            return _err(src, g, "send has a negative size")
         if code == E_TRUNC:
-            return _err(w, g, f"message truncated: recv buffer of {int(w.nbytes[g])} bytes "
-                              f"is smaller than its send",
+            return _err(src, g, f"message truncated: recv buffer of "
+                                f"{int(src.record(g, 'nbytes'))} bytes is smaller than its send",
                         "MPI reports MPI_ERR_TRUNCATE: a receive must be at least as large "
                         "as its send (a larger receive is fine)")
-        return _err(w, g, f"unmatched recv: rank {r} receives from rank {peer} (tag {tag}) "
-                          f"but rank {peer} posts no matching send",
+        return _err(src, g, f"unmatched recv: rank {r} receives from rank {peer} (tag {tag}) "
+                            f"but rank {peer} posts no matching send",
                     "every send needs a recv on the same (src, dst, tag) channel")
 
     def send_error(self, g):
         from ccmod.compile import _err
-        w = self.w
-        r, peer, tag = w.rank_of(g), int(w.peer[g]), int(w.tag[g])
-        return _err(w, g, f"unmatched send: rank {r} sends to rank {peer} (tag {tag}) but "
-                          f"rank {peer} posts no matching recv",
+        src = self.src
+        r, peer, tag = src.rank_of(g), int(src.record(g, "peer")), int(src.record(g, "tag"))
+        return _err(src, g, f"unmatched send: rank {r} sends to rank {peer} (tag {tag}) but "
+                            f"rank {peer} posts no matching recv",
                     "every send needs a recv on the same (src, dst, tag) channel")

@@ -47,15 +47,17 @@ INPUTS = (("src", "src"), ("dst", "dst"), ("nbytes", "nbytes"), ("quiet", "quiet
 
 
 @njit(cache=True)
-def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, k):
+def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, new_i, new_k,
+            k):
     """Slots of the records' message ids ``ids[i0:]`` into ``out`` (-1: no message).
 
     A message seen for the first time takes a slot (``free1``, else half of a pair of
     ``free2``) with 3 references (send record, receive record, transfer); its second side
     finds it in ``idmap``; an isend/irecv adds one (its wait). An active-message request
     takes a pair (request, reply). New slots and their ids go to ``new_s`` / ``new_id``
-    from ``k``. Returns ``(i, k)``: i = len(ids) when done, else the record that needs
-    more slots (grow, call again from i).
+    from ``k``, the record that made each to ``new_i`` and its kind (0 point-to-point, 1
+    request, 2 reply) to ``new_k``. Returns ``(i, k)``: i = len(ids) when done, else the
+    record that needs more slots (grow, call again from i).
     """
     for i in range(i0, len(ids)):
         m = ids[i]
@@ -72,8 +74,12 @@ def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, k):
             refs[s + 1] = 0
             new_s[k] = s
             new_id[k] = m
+            new_i[k] = i
+            new_k[k] = 1
             new_s[k + 1] = s + 1
             new_id[k + 1] = m + 1
+            new_i[k + 1] = i
+            new_k[k + 1] = 2
             k += 2
         else:
             if m in idmap:
@@ -94,6 +100,8 @@ def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, k):
                 refs[s] = 3
                 new_s[k] = s
                 new_id[k] = m
+                new_i[k] = i
+                new_k[k] = 0
                 k += 1
             if o == OP_ISEND or o == OP_IRECV:
                 refs[s] += 1
@@ -124,6 +132,28 @@ class MessageTimes:
         self.bott[msg_id] = bottleneck
 
 
+class MessageInputs:
+    """A slot's inputs read by message id from whole-trace :class:`ccmod.compile.Messages`
+    (a Workload run in windows). A streamed run computes them per batch instead
+    (:class:`ccmod.stream_inputs.BatchInputs`, the same interface)."""
+
+    def __init__(self, msgs, eager, unshared):
+        self.nmsg = len(msgs.nbytes)
+        self.rp = np.asarray(msgs.route_ptr, np.int64)
+        self.rr = np.asarray(msgs.route_res, np.int64)
+        self.H = max(int(np.diff(self.rp).max()) if len(self.rp) > 1 else 1, 1)
+        self.cols = [(a, np.asarray(getattr(msgs, b))) for a, b in INPUTS
+                     if getattr(msgs, b, None) is not None and len(getattr(msgs, b))]
+        self.cols += [("unshared", unshared), ("eager", eager)]
+        self.tag = np.asarray(msgs.tag)
+
+    def inputs(self, ids, rec, kind, cols, r):
+        """``(fields, tag, hops, starts, res)`` of messages ``ids``: MsgIn fields, and
+        route entry h of message j is ``res[starts[j] + h]``."""
+        fields = {a: col[ids] for a, col in self.cols}
+        return fields, self.tag[ids], self.rp[ids + 1] - self.rp[ids], self.rp[ids], self.rr
+
+
 class Slots:
     """Slot allocation, growth and retirement for an :class:`ccmod.engine.Engine` fed by
     windows; lays the engine's state out for its first slots.
@@ -133,28 +163,32 @@ class Slots:
     engine : ccmod.engine.Engine
         Its ``_layout(S, seg_cap, pair_cap)`` lays the state out; views are read back
         from it (``Mv``, ``G``, ``K``).
-    msgs : ccmod.compile.Messages
-        The messages' inputs and routes, read by message id when a slot is given.
+    provider : MessageInputs or ccmod.stream_inputs.BatchInputs
+        The messages' inputs and routes (``nmsg``, ``H`` the longest route,
+        ``inputs(...)``), asked for each batch of new slots.
     slots : int, optional
         Initial number of slots (doubled when they run out; default
         :data:`INITIAL_SLOTS`).
     sink : callable, optional
-        Where retired messages' outputs go (default :class:`MessageTimes`).
+        Where retired messages' outputs go (default :class:`MessageTimes`); a sink with a
+        ``rows(cols)`` method gets whole rows instead (:meth:`_out`).
+
+    Attributes
+    ----------
+    res_messages, res_bytes : ndarray[R]
+        Messages and bytes over each resource (route entries of every slot given so far).
     """
 
-    def __init__(self, engine, msgs, slots: int | None = None, sink=None):
+    def __init__(self, engine, provider, slots: int | None = None, sink=None):
         self.eng = engine
-        self.msgs = msgs
-        self.nmsg = len(msgs.nbytes)
-        rp = np.asarray(msgs.route_ptr, np.int64)
-        self.rp, self.rr = rp, np.asarray(msgs.route_res, np.int64)
-        self.H = max(int(np.diff(rp).max()) if len(rp) > 1 else 1, 1)
-        self.inputs = [(a, np.asarray(getattr(msgs, b))) for a, b in INPUTS
-                       if getattr(msgs, b, None) is not None and len(getattr(msgs, b))]
-        self.inputs += [("unshared", engine._unshared), ("eager", engine._eager)]
+        self.provider = provider
+        self.nmsg = int(provider.nmsg)
+        self.H = max(int(provider.H), 1)
         self.sink = MessageTimes(self.nmsg) if sink is None else sink
         self.R = int(engine._net[0])
         self.cross = np.zeros(self.R, np.int64)      # route entries of live slots, per resource
+        self.res_messages = np.zeros(self.R, np.int64)
+        self.res_bytes = np.zeros(self.R, np.float64)
         self.seg_cap = np.full(self.R, INITIAL_SEGMENT, np.int64)
         self.idmap = _new_idmap()
         slots = INITIAL_SLOTS if slots is None else int(slots)
@@ -164,6 +198,8 @@ class Slots:
         self.free2 = np.zeros(0, np.int64)
         self.top = np.zeros(2, np.int64)
         self.live = np.zeros(0, np.bool_)
+        self.tag = np.zeros(0, np.int64)
+        self.nlive = 0
         self._more_slots(S)
         engine.slots = self
         engine._layout(self.S, self.seg_cap, self._pair_cap())
@@ -200,7 +236,9 @@ class Slots:
         self.free1, self.free2 = f1, f2
         live = np.zeros(S_new, np.bool_)
         live[:old] = self.live
-        self.live = live
+        tag = np.zeros(S_new, np.int64)
+        tag[:old] = self.tag
+        self.live, self.tag = live, tag
         self.S = S_new
 
     def _grow(self, S_new=None):
@@ -213,23 +251,23 @@ class Slots:
         _transfer(old, (eng._arena, eng.I, eng.F))
 
     # -- the feed's side ----------------------------------------------------------------
-    def assign(self, r, g0, g1, ids):
+    def assign(self, r, g0, g1, ids, cols):
         """Slots of rank r's records ``[g0, g1)`` with message ids ``ids`` (the window
-        being loaded); new slots get their message's inputs and route."""
-        op = self.eng.feed.src[0][g0:g1]
+        being loaded, columns ``cols``); new slots get their message's inputs and route."""
+        op = np.asarray(cols["op"], np.int64)
         ids = np.asarray(ids, np.int64)
         out = np.full(len(ids), -1, np.int64)
-        new_s = np.zeros(2 * len(ids), np.int64)
-        new_id = np.zeros(2 * len(ids), np.int64)
+        new = [np.zeros(2 * len(ids), np.int64) for _ in range(4)]
         i, k = 0, 0
         while True:
             i, k = _assign(op, ids, i, out, self.idmap, self.free1, self.free2, self.top,
-                           self.eng.G.refs, new_s, new_id, k)
+                           self.eng.G.refs, *new, k)
             if i == len(ids):
                 break
             self._grow(2 * self.S)
         if k:
-            self._fill(new_s[:k], new_id[:k])
+            ns, ni, rec, kind = (a[:k] for a in new)
+            self._fill(ns, ni, self.provider.inputs(ni, rec, kind, cols, r))
         return out
 
     def _entries(self, slots):
@@ -240,16 +278,17 @@ class Slots:
         e = np.repeat(lo - np.cumsum(hops) + hops, hops) + np.arange(int(hops.sum()))
         return e, Mv.route_res[e]
 
-    def _fill(self, ns, ni):
+    def _fill(self, ns, ni, given):
         eng = self.eng
         Mv, G = eng.Mv, eng.G
-        for name, col in self.inputs:
-            getattr(Mv, name)[ns] = col[ni]
-        hops = self.rp[ni + 1] - self.rp[ni]
+        fields, tag, hops, starts, rr = given
+        for name, col in fields.items():
+            getattr(Mv, name)[ns] = col
+        self.tag[ns] = tag
         base = ns * self.H
         for h in range(int(hops.max()) if len(hops) else 0):
             sel = hops > h
-            Mv.route_res[base[sel] + h] = self.rr[self.rp[ni[sel]] + h]
+            Mv.route_res[base[sel] + h] = rr[starts[sel] + h]
         Mv.route_end[ns] = base + hops
         Mv.okey[ns] = ni
         for name in ("t_post_send", "t_post_recv", "t_start", "t_end"):
@@ -257,12 +296,20 @@ class Slots:
         for name in ("send_waiter", "recv_waiter", "am_waiter", "bott"):
             getattr(G, name)[ns] = -1
         self.live[ns] = True
-        self.peak = max(self.peak, int(np.count_nonzero(self.live)))
+        self.nlive += len(ns)
+        self.peak = max(self.peak, self.nlive)
         _, res = self._entries(ns)
-        self.cross += np.bincount(res, minlength=self.R)[:self.R]
+        counts = np.bincount(res, minlength=self.R)[:self.R]
+        self.cross += counts
+        self.res_messages += counts
+        self.res_bytes += np.bincount(res, weights=np.repeat(
+            Mv.nbytes[ns].astype(np.float64), hops), minlength=self.R)[:self.R]
         over = self.cross > self.seg_cap
         if over.any():
-            self.seg_cap[over] = np.maximum(self.cross[over], 2 * self.seg_cap[over])
+            # every resource past half its segment grows with the ones that overflow, to
+            # twice what it holds: one lay-out for many resources, not one per resource
+            grow = 2 * self.cross > self.seg_cap
+            self.seg_cap[grow] = np.maximum(2 * self.cross[grow], 2 * self.seg_cap[grow])
             self._grow()
 
     def drain(self):
@@ -286,11 +333,22 @@ class Slots:
         _, res = self._entries(ret)
         self.cross -= np.bincount(res, minlength=self.R)[:self.R]
         self.live[ret] = False
+        self.nlive -= len(ret)
 
     def _out(self, slots):
-        G = self.eng.G
-        self.sink(self.eng.Mv.okey[slots], G.t_post_send[slots], G.t_post_recv[slots],
-                  G.t_start[slots], G.t_end[slots], G.bott[slots])
+        G, Mv = self.eng.G, self.eng.Mv
+        if not hasattr(self.sink, "rows"):
+            self.sink(Mv.okey[slots], G.t_post_send[slots], G.t_post_recv[slots],
+                      G.t_start[slots], G.t_end[slots], G.bott[slots])
+            return
+        self.sink.rows({
+            "msg_id": Mv.okey[slots], "src": Mv.src[slots], "dst": Mv.dst[slots],
+            "tag": self.tag[slots], "nbytes": Mv.nbytes[slots], "quiet_s": Mv.quiet[slots],
+            "o_send_s": Mv.o_send[slots], "o_recv_s": Mv.o_recv[slots],
+            "hops": Mv.route_end[slots] - Mv.route_ptr[slots],
+            "t_post_send_s": G.t_post_send[slots], "t_post_recv_s": G.t_post_recv[slots],
+            "t_start_s": G.t_start[slots], "t_end_s": G.t_end[slots],
+            "bottleneck": G.bott[slots]})
 
     def finish(self):
         """After the run: the outputs of every slot, retired or still live (a request

@@ -93,36 +93,84 @@ def _fill_rank(lst, r, src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_
                  wait_side, wa_ptr, wa_msg, wa_side, k, lst[r])
 
 
+@njit(cache=True)
+def clear_logs(states, load):
+    """Empty two recording lists (a streamed run drains them at every pause): typed-list
+    methods called from Python compile in every process (~3 s), this is cached."""
+    states.clear()
+    load.clear()
+
+
+class ArraySource:
+    """A Workload's records as a record source (the interface of
+    :class:`ccmod.workloads.parquet_stream.ParquetRecordSource`): ``read(r, g0, g1)``
+    gives views of int64 / float64 copies of the columns."""
+
+    COLS = ("op", "peer", "tag", "nbytes", "duration_s", "req")
+
+    def __init__(self, w):
+        self.w = w
+        self.nranks = int(w.nranks)
+        self.rank_ptr = np.asarray(w.rank_ptr, np.int64)
+        self.nrecords = int(self.rank_ptr[-1]) if len(self.rank_ptr) else 0
+        self.cols = {c: np.asarray(getattr(w, c), np.float64 if c == "duration_s"
+                                   else np.int64) for c in self.COLS}
+
+    def read(self, r, g0, g1, reader="load"):
+        return {c: v[g0:g1] for c, v in self.cols.items()}
+
+    def op_counts(self, ops):
+        rank = np.repeat(np.arange(self.nranks), np.diff(self.rank_ptr))
+        sel = np.isin(self.cols["op"], np.asarray(list(ops), np.int64))
+        return np.bincount(rank[sel], minlength=self.nranks).astype(np.int64)
+
+    def record(self, g, name):
+        return getattr(self.w, name)[g]
+
+    def where(self, g):
+        return self.w.where(g)
+
+    def rank_of(self, g):
+        return self.w.rank_of(g)
+
+
+def as_source(x):
+    """A record source: ``x`` itself, or an :class:`ArraySource` over a Workload."""
+    return x if hasattr(x, "read") else ArraySource(x)
+
+
 class WindowFeed:
-    """Feed a workload's records to the kernel in per-rank windows of ``window`` records.
+    """Feed a record source's records to the kernel in per-rank windows of ``window``
+    records.
 
     Parameters
     ----------
-    workload : workloads.base.Workload
-        The records (``op``, ``duration_s``, ``req``; ``rank_ptr``).
+    source : record source or workloads.base.Workload
+        ``read(r, g0, g1, "load")`` gives rank r's records ``[g0, g1)`` (``op``,
+        ``duration_s``, ``req``, ``peer``, ``tag``, ``nbytes``); ``nranks``, ``rank_ptr``.
     rec_msg : int64[n records], optional
         Message id of each send/recv record (-1 otherwise), from the static matching;
         None: matched as the windows are loaded (:mod:`ccmod.kernel.matcher`).
     window : int
         Records per rank in the kernel at once (>= 1).
+    matcher : Matcher, optional
+        The incremental matcher to use (None: one over ``source``).
     """
 
-    def __init__(self, workload, rec_msg, window: int, start: bool = True):
-        w = workload
-        self.w = w
-        n = int(w.nranks)
+    def __init__(self, source, rec_msg, window: int, start: bool = True, matcher=None):
+        src = self.source = as_source(source)
+        n = int(src.nranks)
+        self.n = n
         W = int(window)
         if W < 1:
             raise ValueError("window must be >= 1 record")
         self.W, self.stride = W, W + 1
-        self.src = (np.asarray(w.op, np.int64), np.asarray(w.duration_s, np.float64),
-                    np.asarray(w.req, np.int64))
         self.rec_msg = None if rec_msg is None else np.asarray(rec_msg, np.int64)
-        self.matcher = None
-        if rec_msg is None:
+        self.matcher = matcher
+        if rec_msg is None and matcher is None:
             from ccmod.kernel.matcher import Matcher
-            self.matcher = Matcher(w)
-        self.rank_ptr_src = np.asarray(w.rank_ptr, np.int64)
+            self.matcher = Matcher(src)
+        self.rank_ptr_src = np.asarray(src.rank_ptr, np.int64)
         size = max(n, 1) * self.stride
         self.rank_ptr = np.arange(n + 1, dtype=np.int64) * self.stride
         self.op = np.zeros(size, np.int64)
@@ -146,24 +194,25 @@ class WindowFeed:
             self.start()
 
     def start(self, assign=None) -> None:
-        """Load every rank's first window. ``assign(r, g0, g1, ids)``, if given, turns the
-        message ids of rank r's records ``[g0, g1)`` into the kernel's message indices
-        (slots, :mod:`ccmod.kernel.slots`); without it the ids are the indices."""
+        """Load every rank's first window. ``assign(r, g0, g1, ids, cols)``, if given,
+        turns the message ids of rank r's records ``[g0, g1)`` (columns ``cols``, with
+        ``msg_nbytes`` each message's size) into the kernel's message indices (slots,
+        :mod:`ccmod.kernel.slots`); without it the ids are the indices."""
         self.assign = assign
-        for r in range(int(self.w.nranks)):
+        for r in range(self.n):
             self._load(r)
         self.program = self._program()
 
     def _program(self):
         from ccmod.kernel.state import Program
-        return Program(int(self.w.nranks), self.rank_ptr, self.op, self.dur, self.msg,
+        return Program(self.n, self.rank_ptr, self.op, self.dur, self.msg,
                        self.wait_msg, self.wait_side, self.wa_ptr, self.wa_msg, self.wa_side,
                        self.rank_end, self.more)
 
     def _grow_pool(self, need: int) -> None:
         """Give every rank at least ``need`` wait-list entries (entries keep their place
         within their rank's part; the rank's wa_ptr region moves with it)."""
-        n = int(self.w.nranks)
+        n = self.n
         old = self.wa_cap
         new = max(need, 2 * old)
         msg = np.zeros(n * new, np.int64)
@@ -179,25 +228,29 @@ class WindowFeed:
         from ccmod.errors import CcmodInputError
         g0 = int(self.next[r])
         g1 = min(g0 + self.W, int(self.rank_ptr_src[r + 1]))
-        op = self.src[0]
-        nreq = int(np.count_nonzero((op[g0:g1] == OP_ISEND) | (op[g0:g1] == OP_IRECV)))
+        cols = self.source.read(r, g0, g1, "load")
+        op = np.asarray(cols["op"], np.int64)
+        nreq = int(np.count_nonzero((op == OP_ISEND) | (op == OP_IRECV)))
         need = _outstanding_len(self.out, r) + nreq
         if need > self.wa_cap:
             self._grow_pool(need)
         pc0 = r * self.stride
         if self.matcher is not None:
-            ids = self.matcher.ids(r, g0, g1)
+            ids = self.matcher.ids(r, g0, g1, cols)
+            cols["msg_nbytes"] = self.matcher.nbytes
         else:
             ids = self.rec_msg[g0:g1]
         if self.assign is not None:
-            ids = self.assign(r, g0, g1, ids)
-        k = _fill_rank(self.out, r, *self.src, ids, g0, g1, pc0, self.op, self.dur, self.msg,
-                       self.wait_msg, self.wait_side, self.wa_ptr, self.wa_msg, self.wa_side,
-                       r * self.wa_cap)
+            ids = self.assign(r, g0, g1, ids, cols)
+        k = _fill_rank(self.out, r, op, np.asarray(cols["duration_s"], np.float64),
+                       np.asarray(cols["req"], np.int64), ids, 0, g1 - g0, pc0, self.op,
+                       self.dur, self.msg, self.wait_msg, self.wait_side, self.wa_ptr,
+                       self.wa_msg, self.wa_side, r * self.wa_cap)
         if k < 0:
-            bad = -k - 1
-            f, ln = self.w.where(bad)
-            raise CcmodInputError(f"rank {r} waits on request {int(self.w.req[bad])} that is "
+            bad = g0 + (-k - 1)
+            f, ln = self.source.where(bad)
+            raise CcmodInputError(f"rank {r} waits on request "
+                                  f"{int(self.source.record(bad, 'req'))} that is "
                                   f"not outstanding", source=f, line=ln,
                                   hint="each wait needs an earlier isend/irecv")
         self.base[r] = g0

@@ -1,0 +1,167 @@
+"""A streamed run's message inputs, computed per batch of newly matched messages.
+
+In a whole-program run :func:`ccmod.compile.compile_messages` matches the trace and gives
+every message its route and quiet costs up front (~60 bytes per record). A streamed run
+(:mod:`ccmod.streaming`) cannot hold that: when a window is loaded, the messages it names
+for the first time get a slot (:mod:`ccmod.kernel.slots`) and :class:`BatchInputs` computes
+their inputs then, with :func:`ccmod.compile.message_costs` (the same vectorised code, each
+message on its own, so the values are the whole program's bit for bit). Routes come from
+:class:`RouteCache`: the node pairs the trace uses (from the source's survey) compiled once.
+What a batch of messages leads to in the notes is counted as it goes
+(:class:`ccmod.compile.CostNotes`).
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from ccmod.codes import OP_IRECV, OP_RECV
+from ccmod.errors import CcmodInputError
+
+
+class RouteCache:
+    """Route table rows of (src node, dst node) pairs, compiled once per pair.
+
+    ``table(pairs)`` answers like ``network.compile_routes(pairs)`` (a RouteTable's
+    fields), from rows compiled ahead (:meth:`add`) or now.
+    """
+
+    def __init__(self, network):
+        self.net = network
+        self.K = np.int64(max(int(network.nnodes), 1))
+        self.keys = np.zeros(0, np.int64)            # sorted pair keys
+        self.row = np.zeros(0, np.int64)             # their rows
+        self.hops = np.zeros(0, np.int32)
+        self.indptr = np.zeros(1, np.int64)
+        self.res = np.zeros(0, np.int32)
+        self.lat = np.zeros(0)
+        self.bw = np.zeros(0)
+        self.fcap = None
+
+    def add(self, pairs) -> None:
+        """Compile the pairs (int64[k, 2]) not compiled yet."""
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        keys = np.unique(pairs[:, 0] * self.K + pairs[:, 1])
+        new = keys[~np.isin(keys, self.keys)]
+        if not len(new):
+            return
+        t = self.net.compile_routes(np.stack([new // self.K, new % self.K], 1))
+        base = len(self.hops)
+        self.hops = np.concatenate([self.hops, t.hops])
+        self.indptr = np.concatenate([self.indptr, self.indptr[-1] + t.indptr[1:]])
+        self.res = np.concatenate([self.res, t.resources])
+        self.lat = np.concatenate([self.lat, t.latency_s])
+        self.bw = np.concatenate([self.bw, t.bandwidth_Bps])
+        if t.flow_cap_Bps is not None or self.fcap is not None:
+            old = self.fcap if self.fcap is not None else np.full(base, np.inf)
+            add = t.flow_cap_Bps if t.flow_cap_Bps is not None else np.full(len(new), np.inf)
+            self.fcap = np.concatenate([old, add])
+        keys = np.concatenate([self.keys, new])
+        rows = np.concatenate([self.row, base + np.arange(len(new))])
+        o = np.argsort(keys, kind="stable")
+        self.keys, self.row = keys[o], rows[o]
+
+    def table(self, pairs):
+        """The RouteTable fields of ``pairs`` (distinct rows, int64[k, 2])."""
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        keys = pairs[:, 0] * self.K + pairs[:, 1]
+        i = np.searchsorted(self.keys, keys)
+        if len(keys) and (np.any(i >= len(self.keys)) or
+                          np.any(self.keys[np.minimum(i, len(self.keys) - 1)] != keys)):
+            self.add(pairs)
+            i = np.searchsorted(self.keys, keys)
+        rows = self.row[i]
+        hops = self.hops[rows]
+        indptr = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(hops, out=indptr[1:])
+        offs = np.arange(indptr[-1]) - np.repeat(indptr[:-1], hops)
+        res = self.res[np.repeat(self.indptr[rows], hops) + offs]
+        return SimpleNamespace(pairs=pairs, indptr=indptr, resources=res,
+                               latency_s=self.lat[rows], bandwidth_Bps=self.bw[rows],
+                               hops=hops, flow_cap_Bps=None if self.fcap is None
+                               else self.fcap[rows])
+
+
+class BatchInputs:
+    """Message inputs for :class:`ccmod.kernel.slots.Slots`, per batch of new messages.
+
+    Parameters
+    ----------
+    source : record source
+        For error locations (``where``).
+    survey : the source after :meth:`survey` (``sends``, ``am_requests``, ``rank_pairs``)
+    prep : namespace from :func:`ccmod.api.prepare_run` (network, placement, intra costs,
+        eager limit)
+    sharing, send_mode : str
+    """
+
+    def __init__(self, source, survey, prep, sharing: str, send_mode: str):
+        from ccmod.compile import CostNotes
+        self.src = source
+        self.net = prep.net
+        self.node_of_rank = np.asarray(prep.node_of_rank, np.int64)
+        self.sharing, self.send_mode = sharing, send_mode
+        self.eager_limit = int(prep.eager_limit_bytes)
+        self.intra = (prep.intra_latency_s, prep.intra_bandwidth_Bps)
+        self.nmsg = int(np.sum(survey.sends)) + 2 * int(np.sum(survey.am_requests))
+        self.routes = RouteCache(self.net)
+        n = np.int64(max(int(source.nranks), 1))
+        rp = np.asarray(survey.rank_pairs, np.int64)
+        nodes = self.node_of_rank
+        if len(rp):
+            self.routes.add(np.stack([nodes[rp // n], nodes[rp % n]], 1))
+        # the route stride of a slot: the longest route, plus a rank's own copy or
+        # injection resource appended by message_costs
+        extra = 1 if getattr(self.net, "node_resources", None) is not None else 0
+        self.H = max(int(self.routes.hops.max()) if len(self.routes.hops) else 0, 1) + extra
+        self.notes = CostNotes(sharing, self.net.cost)
+        self.messages = 0
+
+    def inputs(self, ids, rec, kind, cols, r):
+        """``(fields, tag, hops, starts, res)`` of new messages ``ids`` made by records
+        ``rec`` of rank r's window (columns ``cols``; ``kind`` 0 point-to-point, 1 an
+        active-message request, 2 its reply); see :class:`ccmod.kernel.slots.MessageInputs`."""
+        from ccmod.compile import message_costs
+        op = np.asarray(cols["op"], np.int64)[rec]
+        peer = np.asarray(cols["peer"], np.int64)[rec]
+        # a receive (or a reply) travels from the peer to this rank
+        back = (kind == 2) | ((kind == 0) & ((op == OP_RECV) | (op == OP_IRECV)))
+        src = np.where(back, peer, r).astype(np.int32)
+        dst = np.where(back, r, peer).astype(np.int32)
+        nbytes = np.asarray(cols["msg_nbytes"], np.int64)[rec]
+        c = message_costs(self.net, self.node_of_rank, src, dst, nbytes, self.sharing,
+                          self.intra[0], self.intra[1], charge_overheads=True,
+                          compile_routes=self.routes.table)
+        if c["bad"] >= 0:
+            k = c["bad"]
+            raise CcmodInputError(f"the cost model gives no finite time for a message of "
+                                  f"{int(nbytes[k])} bytes from rank {int(src[k])} to rank "
+                                  f"{int(dst[k])}", source="--cost")
+        self.notes.add(c)
+        self.messages += len(ids)
+        if self.send_mode == "rendezvous":
+            eager = (nbytes <= self.eager_limit) & (self.eager_limit > 0)
+        else:
+            eager = np.ones(len(ids), np.bool_)
+        am = kind > 0
+        fields = dict(src=src, dst=dst, nbytes=nbytes, quiet=c["quiet"], latency=c["latency"],
+                      o_send=c["o_send"], o_recv=c["o_recv"], kind=kind,
+                      handler_s=np.where(am, np.asarray(cols["duration_s"],
+                                                        np.float64)[rec], 0.0),
+                      flow_cap=c["cap"], unshared=c["intra"], eager=eager)
+        tag = np.where(am, 0, np.asarray(cols["tag"], np.int64)[rec])
+        hops = c["hops"].astype(np.int64)
+        if len(hops) and int(hops.max()) > self.H:
+            raise AssertionError("a route longer than the slots' stride")
+        return fields, tag, hops, c["route_ptr"][:-1], c["route_res"]
+
+
+def stream_inputs(source, prep, opts):
+    """The ``stream=`` of :class:`ccmod.engine.Engine`: the source (surveyed), its matcher
+    and the per-batch message inputs."""
+    from ccmod.kernel.matcher import Matcher
+    survey = source.survey()
+    inputs = BatchInputs(source, survey, prep, opts.sharing, opts.send_mode)
+    matcher = Matcher(source, counts=(survey.sends, survey.am_requests))
+    return SimpleNamespace(source=source, matcher=matcher, inputs=inputs)
