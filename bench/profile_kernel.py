@@ -9,7 +9,8 @@ blocking send/recv on a star) under ``ccmod`` and ``maxmin``, ``incast512`` (512
 sharing one node's downlink) and ``light16`` (myrinet16, compute between messages), as in
 bench/bench_engine.py; ``windowN`` (osu_mbw_mr-like: N/64 pairs across 2 nodes, each sender
 posts a window of 64 isends then waits, so N messages cross one NIC at once; N = 64, 512,
-3584) under ``ccmod`` and ``maxmin``: cost per record should stay flat in N. Wall and CPU
+3584) under ``ccmod`` and ``maxmin``: cost per record should stay flat in N; likewise
+``incastK`` (K = 1, 16, 128, 512, 1024 senders onto one node) under both rules. Wall and CPU
 (``time.process_time``) seconds are both reported: the machine may be shared.
 """
 from __future__ import annotations
@@ -69,6 +70,12 @@ def main() -> None:
              ("random64", rp, "ccmod", STAR, None), ("random64", rp, "maxmin", STAR, None),
              ("incast512", inc, "ccmod", STAR, list(range(512)) + [512] * 512),
              ("light16", light, "ccmod", "myrinet16", None)]
+    # incast sweep: K senders onto one node's downlink; cost per record should stay flat
+    for K in (1, 16, 128, 512, 1024):
+        wk = inc if K == 512 else incast(K, a.records)
+        for sh in ("ccmod", "maxmin"):
+            if (K, sh) != (512, "ccmod"):
+                cases.append((f"incast{K}", wk, sh, STAR, list(range(K)) + [K] * K))
     for P in (1, 8, 56):
         wk = windows(P, a.records)
         for sh in ("ccmod", "maxmin"):

@@ -15,7 +15,11 @@ When flows start or end, or a resource's background changes, only the classes
 the per-resource lists of classes collects that component, whose allocation does not
 depend on any other class; progressive filling then runs over its classes, each weighted
 by its size. A start or end so costs O(hops + log) plus the component's classes, not the
-number of active flows. The state is slices of the kernel's two buffers (``S`` holds
+number of active flows. Before that walk, a dirty resource whose component is a *star*
+(every class on one resource D, their other hops private, none held below D's fair share)
+is served by D's bottleneck group (:mod:`ccmod.kernel.mm_groups`): one rate, one clock,
+one heap entry for all its classes, so an incast of K senders costs O(hops + log K) per
+start or end, not O(K). The state is slices of the kernel's two buffers (``S`` holds
 offsets into ``I`` and ``F``, see :mod:`ccmod.kernel.state`).
 """
 from __future__ import annotations
@@ -28,6 +32,8 @@ from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource
                                 sort_keyed)
 from ccmod.kernel.mm_classes import (F_LEN, N_ACTIVE, N_DIRTY, N_FREE, class_advance,
                                      class_drop, class_finish, class_join, flow_pop)
+from ccmod.kernel.mm_groups import (group_dissolve, group_rekey, mm_fast, shape_free,
+                                    shape_join, shape_leave)
 
 INF = np.inf
 
@@ -105,7 +111,12 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
         c_fcap=("f", NC, INF), c_hash=("i", NC, 0), c_slot=("i", NC, 0),
         c_root=("i", NC, -1), c_bott=("i", NC, -1), c_fz=("i", NC, 0), c_seen=("i", NC, 0),
         c_tfin=("f", NC, INF), c_item=("i", NC, 0), c_hpos=("i", NC, -1),
-        cl=("i", NC, 0), c_pos=("i", NC << hb, 0), route_end=routes[2], okey=routes[3])
+        cl=("i", NC, 0), c_pos=("i", NC << hb, 0), route_end=routes[2], okey=routes[3],
+        nx=("i", R, 0), lb=("f", R, INF), g_on=("i", R, 0), g_v=("f", R, 0.0),
+        g_t=("f", R, 0.0), g_rate=("f", R, 0.0), g_len=("i", R, 0), g_top=("i", R, -1),
+        g_item=("i", max(P, 1), 0), g_mark=("i", R, 0), c_sh=("i", NC, 0),
+        c_grp=("i", NC, -1), c_off=("f", NC, 0.0), c_gkey=("f", NC, INF),
+        c_gpos=("i", NC, -1))
 
 
 def _dirty(S, r, t):
@@ -120,7 +131,8 @@ def _dirty(S, r, t):
 
 
 @leaf
-def _mark_dirty(S, I, F, r, t):
+def _mark_dirty(I, F, r, t):
+    S = mm_state(I)
     if I[S.si + N_DIRTY] == 0:
         F[S.sf] = t
     if not I[S.d_flag + r]:
@@ -153,8 +165,9 @@ def mm_start(I, F, m, t, work, fcap):
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         mm_count(I, F, r, t, 1)
-        _mark_dirty(S, I, F, r, t)
+        _mark_dirty(I, F, r, t)
     class_join(I, F, m, t, work, fcap)
+    shape_join(I, F, I[S.f_cls + m], t)
     I[S.si + N_ACTIVE] += 1
 
 
@@ -165,12 +178,13 @@ def mm_end(I, F, m, t):
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         mm_count(I, F, r, t, -1)
-        _mark_dirty(S, I, F, r, t)
+        _mark_dirty(I, F, r, t)
     c = I[S.f_cls + m]
     I[S.f_cls + m] = -1
     w = I[S.c_w + c] - 1
     I[S.c_w + c] = w
     if w == 0:
+        shape_leave(I, F, c)
         class_drop(I, F, c, m)
     I[S.si + N_ACTIVE] -= 1
 
@@ -181,13 +195,15 @@ def mm_set_free(I, F, r, t, free):
     S = mm_state(I)
     mm_solve(I, F)          # rates so far hold until t
     F[S.cap + r] = F[S.cap_full + r] * free
-    _mark_dirty(S, I, F, r, t)
+    shape_free(I, F, r)
+    _mark_dirty(I, F, r, t)
 
 
 @leaf
-def _component(S, I):
+def _component(I, F, t):
     """Breadth-first from the dirty resources: the resources (``rl``) and classes (``cl``)
-    connected to them; returns ``(resources, classes)``."""
+    connected to them, groups met dissolved at t; returns ``(resources, classes)``."""
+    S = mm_state(I)
     rp, re, rr, hb = S.route_ptr, S.route_end, S.route_res, S.hb
     nd = I[S.si + N_DIRTY]
     I[S.si + N_DIRTY] = 0
@@ -208,6 +224,8 @@ def _component(S, I):
         for j in range(I[S.r_len + r]):
             c = I[o + j] >> hb
             if not I[S.c_seen + c]:
+                if I[S.c_grp + c] >= 0:
+                    group_dissolve(I, F, I[S.c_grp + c], t)
                 I[S.c_seen + c] = 1
                 I[S.cl + nc] = c
                 nc += 1
@@ -228,8 +246,11 @@ def mm_solve(I, F):
     if I[S.si + N_DIRTY] == 0:
         return
     t = F[S.sf]
+    mm_fast(I, F, t)                # stars served by one rate: their groups
+    if I[S.si + N_DIRTY] == 0:
+        return
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
-    nr, nc = _component(S, I)
+    nr, nc = _component(I, F, t)
     for i in range(nr):
         r = I[S.rl + i]
         I[S.r_seen + r] = 0
@@ -238,7 +259,7 @@ def mm_solve(I, F):
     for i in range(nc):
         c = I[S.cl + i]
         I[S.c_seen + c] = 0
-        class_advance(S, I, F, c, t)       # bytes moved at the old rate, then start over
+        class_advance(I, F, c, t)       # bytes moved at the old rate, then start over
         F[S.c_rate + c] = 0.0
         I[S.c_fz + c] = 0
         I[S.c_bott + c] = -1
@@ -298,19 +319,24 @@ def mm_solve(I, F):
         if not progressed:
             break
     for i in range(nc):
-        _requeue(S, I, F, I[S.cl + i])
+        _requeue(I, F, I[S.cl + i])
 
 
 @leaf
-def _requeue(S, I, F, c):
-    """Class c's next completion (its first flow's) into the heap of classes."""
+def _requeue(I, F, c):
+    """Class c's next completion (its first flow's) into the heap of classes (a group
+    member: into its group's heap)."""
+    S = mm_state(I)
+    if I[S.c_grp + c] >= 0:
+        group_rekey(I, F, c)
+        return
     f = I[S.c_root + c]
     if f < 0:
         if I[S.c_hpos + c] >= 0:
             iheap_remove(I, F, S.c_item, S.c_hpos, S.c_tfin, 0, S.si, F_LEN, c)
         F[S.c_tfin + c] = INF
         return
-    F[S.c_tfin + c] = class_finish(S, I, F, c, F[S.vfin + f])
+    F[S.c_tfin + c] = class_finish(I, F, c, F[S.vfin + f])
     if I[S.c_hpos + c] >= 0:
         iheap_update(I, F, S.c_item, S.c_hpos, S.c_tfin, 0, S.si, F_LEN, c)
     else:
@@ -342,15 +368,15 @@ def mm_pop_due(I, F, t, bott_out):
         c = I[S.c_item]
         while True:
             f = I[S.c_root + c]
-            if f < 0 or class_finish(S, I, F, c, F[S.vfin + f]) - t > tol:
+            if f < 0 or class_finish(I, F, c, F[S.vfin + f]) - t > tol:
                 break
-            flow_pop(S, I, F, c)
+            flow_pop(I, F, c)
             I[S.done + nd] = f
             nd += 1
             I[bott_out + f] = I[S.c_bott + c]
         f = I[S.c_root + c]
         if f >= 0:
             I[S.c_rep + c] = f          # a flow that stays gives the class its route
-        _requeue(S, I, F, c)
+        _requeue(I, F, c)
     sort_keyed(I, S.done, nd, S.okey)
     return nd

@@ -40,8 +40,9 @@ def flow_before(S, I, F, a, b):
 
 
 @leaf
-def _merge(S, I, F, a, b):
+def _merge(I, F, a, b):
     """Merge two skew heaps of flows (roots a and b, -1 empty); returns the root."""
+    S = mm_state(I)
     if a < 0:
         return b
     if b < 0:
@@ -70,17 +71,34 @@ def _merge(S, I, F, a, b):
 
 
 @leaf
-def flow_pop(S, I, F, c):
+def flow_pop(I, F, c):
     """Take class c's first flow out of its heap."""
+    S = mm_state(I)
     f = I[S.c_root + c]
-    I[S.c_root + c] = _merge(S, I, F, I[S.h_left + f], I[S.h_right + f])
+    I[S.c_root + c] = _merge(I, F, I[S.h_left + f], I[S.h_right + f])
     I[S.h_left + f] = -1
     I[S.h_right + f] = -1
 
 
 @leaf
-def class_advance(S, I, F, c, t):
-    """Move class c's clock to t at its current rate (constant since ``c_t``)."""
+def group_advance(I, F, g, t):
+    """Move the clock of resource g's bottleneck group to t at its current rate."""
+    S = mm_state(I)
+    dt = t - F[S.g_t + g]
+    if dt > 0.0:
+        F[S.g_v + g] += F[S.g_rate + g] * dt
+        F[S.g_t + g] = t
+
+
+@leaf
+def class_advance(I, F, c, t):
+    """Move class c's clock to t at its current rate (constant since ``c_t``); a class
+    in a bottleneck group (:mod:`ccmod.kernel.mm_groups`) moves with its group's clock."""
+    S = mm_state(I)
+    g = I[S.c_grp + c]
+    if g >= 0:
+        group_advance(I, F, g, t)
+        return
     dt = t - F[S.c_t + c]
     if dt > 0.0:
         rt = F[S.c_rate + c]
@@ -90,8 +108,16 @@ def class_advance(S, I, F, c, t):
 
 
 @leaf
-def class_finish(S, I, F, c, v):
-    """When class c's clock reaches finish point v at the current rate."""
+def class_finish(I, F, c, v):
+    """When class c's clock reaches finish point v at the current rate (in a group: when
+    the group's clock reaches v plus the class's offset ``c_off``)."""
+    S = mm_state(I)
+    g = I[S.c_grp + c]
+    if g >= 0:
+        rm = (v + F[S.c_off + c]) - F[S.g_v + g]
+        if rm <= 0.0:
+            return F[S.g_t + g]
+        return F[S.g_t + g] + rm / F[S.g_rate + g]
     rm = v - F[S.c_v + c]
     rt = F[S.c_rate + c]
     if rm <= 0.0 or rt == INF:
@@ -135,7 +161,7 @@ def class_join(I, F, m, t, work, fcap):
             break
         s = (s + 1) & S.hmask
     if c >= 0:
-        class_advance(S, I, F, c, t)
+        class_advance(I, F, c, t)
     else:
         n = I[S.si + N_FREE] - 1
         I[S.si + N_FREE] = n
@@ -152,6 +178,9 @@ def class_join(I, F, m, t, work, fcap):
         I[S.c_root + c] = -1
         I[S.c_bott + c] = -1
         F[S.c_tfin + c] = INF
+        I[S.c_grp + c] = -1
+        I[S.c_gpos + c] = -1
+        I[S.c_sh + c] = 0
         k = 0
         for e in range(I[rp + m], I[re + m]):
             r = I[rr + e]
@@ -163,10 +192,14 @@ def class_join(I, F, m, t, work, fcap):
             k += 1
     I[S.c_w + c] += 1
     I[S.f_cls + m] = c
-    F[S.vfin + m] = F[S.c_v + c] + work
+    g = I[S.c_grp + c]
+    if g >= 0:            # the class's clock is its group's less its offset
+        F[S.vfin + m] = (F[S.g_v + g] - F[S.c_off + c]) + work
+    else:
+        F[S.vfin + m] = F[S.c_v + c] + work
     I[S.h_left + m] = -1
     I[S.h_right + m] = -1
-    I[S.c_root + c] = _merge(S, I, F, I[S.c_root + c], m)
+    I[S.c_root + c] = _merge(I, F, I[S.c_root + c], m)
 
 
 @leaf

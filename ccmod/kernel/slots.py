@@ -368,7 +368,7 @@ def _transfer(old, new):
     from ccmod.kernel.state import HEADER, CcState, MmState
     (A0, I0, F0), (A1, I1, F1) = old, new
     segs = {CcState: (("g_item", "seg", "g_len"), ("ph_item", "ph_seg", "ph_len")),
-            MmState: (("r_item", "seg", "r_len"),)}
+            MmState: (("r_item", "seg", "r_len"), ("g_item", "seg", "g_len"))}
     skip = {"seg", "ph_seg", "ht", "pfree", "c_free", "g_item", "ph_item", "r_item"}
     for cls in HEADER:
         if cls not in A0.spec:
