@@ -117,13 +117,18 @@ def test_windowed_errors_are_one_clear_line():
     assert "rank 0 blocked in recv" in str(e.value)
 
 
+@pytest.mark.parametrize("dense", [True, False], ids=["pair-table", "hashed"])
 @pytest.mark.parametrize("name,trace", list(_workloads()), ids=lambda x: str(x)[:30])
-def test_incremental_matching_gives_the_static_ids(name, trace):
+def test_incremental_matching_gives_the_static_ids(name, trace, dense, monkeypatch):
     """Windows of 3 records, ranks loaded last-first (receives before their sends), a pool
-    of 2 queue nodes and 2 channels to start with (every growth path taken)."""
+    of 2 queue nodes and 2 channels to start with (every growth path taken); channels found
+    through the dense pair table and through the hash."""
     from ccmod.api import load_workload
     from ccmod.compile import match_messages
+    from ccmod.kernel import matcher as km
     from ccmod.kernel.matcher import Matcher
+    if not dense:
+        monkeypatch.setattr(km, "DENSE_PAIRS", 0)
     w = load_workload(trace)
     send_rec, recv_rec = match_messages(w)
     m = Matcher(w, pool=2, channels=2)

@@ -28,6 +28,8 @@ from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND
 
 #: _match return codes besides 0 (done) and -(g + 1) (an error at record g)
 GROW, NEED = 1, 2
+#: rank pairs up to which channels are found in a dense table (:func:`_channel`)
+DENSE_PAIRS = 1 << 22
 E_PEER, E_UNMATCHED, E_TRUNC, E_NEGSIZE = 1, 2, 3, 4
 
 
@@ -57,16 +59,40 @@ def _push(chan, head, tail, nxt, qid, qrec, qnb, free, c, mid, g, nb):
 
 
 @njit(cache=True)
-def _channel(chan, key):
+def _channel(chan, ct, s, d, tag, n):
+    """Channel id of (s, d, tag), numbered as first seen; an id past the channel arrays
+    (``head``) is registered only on the hash path (the caller returns GROW either way).
+
+    ``ct = (pair_first, ctag, cnext, nch)``: with ``nch[1]`` set (n^2 small enough) a
+    dense per-pair list of the pair's tags' channels (a few array reads; a typed-Dict
+    lookup costs ~0.3 us, the matcher's largest cost); else ``chan`` hashes the key.
+    """
+    pfirst, ctag, cnext, nch = ct
+    if nch[1]:
+        p = s * n + d
+        c = pfirst[p]
+        while c >= 0:
+            if ctag[c] == tag:
+                return c
+            c = cnext[c]
+        c = nch[0]
+        if c < ctag.shape[0]:
+            nch[0] = c + 1
+            ctag[c] = tag
+            cnext[c] = pfirst[p]
+            pfirst[p] = c
+        return c
+    key = _key(s, d, tag, n)
     if key in chan:
         return chan[key]
     c = len(chan)
     chan[key] = c
+    nch[0] = c + 1
     return c
 
 
 @njit(cache=True)
-def _scan_one(s, rank_end, n, chan, head, tail, nxt, qid, qrec, qnb, free, sc, sn, send_base,
+def _scan_one(s, rank_end, n, chan, ct, head, tail, nxt, qid, qrec, qnb, free, sc, sn, send_base,
               sop, speer, stag, snb, sbase, slen, B, err):
     """Queue the next record of rank s if it is a send (read from s's scan buffer).
     Returns 0, GROW (pool full, nothing done), NEED (s's buffer does not hold the record:
@@ -84,7 +110,7 @@ def _scan_one(s, rank_end, n, chan, head, tail, nxt, qid, qrec, qnb, free, sc, s
         if d < 0 or d >= n:
             sc[s] = g + 1          # reported when the sender's window is loaded
             return 0
-        c = _channel(chan, _key(s, d, stag[j], n))
+        c = _channel(chan, ct, s, d, stag[j], n)
         if c >= head.shape[0]:
             return GROW
         if not _push(chan, head, tail, nxt, qid, qrec, qnb, free, c, send_base[s] + sn[s],
@@ -96,7 +122,7 @@ def _scan_one(s, rank_end, n, chan, head, tail, nxt, qid, qrec, qnb, free, sc, s
 
 
 @njit(cache=True)
-def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0, chan,
+def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0, chan, ct,
            head, tail, nxt, qid, qrec, qnb, free, lc, lsn, lam, sc, sn, sop, speer, stag,
            snb, sbase, slen, B, out, out_nb, err):
     """Give message ids to rank r's records ``[lc[r], g1)`` in ``out[g - g0]`` (its
@@ -122,7 +148,7 @@ def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0
                 err[0] = E_NEGSIZE
                 return -(g + 1)
             if g >= sc[r]:         # not scanned ahead yet: queue it now
-                c = _channel(chan, _key(r, d, tag[i], n))
+                c = _channel(chan, ct, r, d, tag[i], n)
                 if c >= head.shape[0]:
                     return GROW
                 if not _push(chan, head, tail, nxt, qid, qrec, qnb, free, c,
@@ -137,11 +163,11 @@ def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0
             if s < 0 or s >= n:
                 err[0] = E_PEER
                 return -(g + 1)
-            c = _channel(chan, _key(s, r, tag[i], n))
+            c = _channel(chan, ct, s, r, tag[i], n)
             if c >= head.shape[0]:
                 return GROW
             while head[c] < 0:     # the send is further on in the sender's trace
-                k = _scan_one(s, rank_end, n, chan, head, tail, nxt, qid, qrec, qnb, free,
+                k = _scan_one(s, rank_end, n, chan, ct, head, tail, nxt, qid, qrec, qnb, free,
                               sc, sn, send_base, sop, speer, stag, snb, sbase, slen, B, err)
                 if k == GROW or k == NEED:
                     return k
@@ -178,11 +204,6 @@ def _new_channels():
     return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
-@njit(cache=True)
-def _nchannels(chan):
-    return len(chan)
-
-
 class Matcher:
     """Incremental matching of a record source's ranks (each rank's records in order).
 
@@ -213,6 +234,10 @@ class Matcher:
         self.m0 = int(np.sum(nsend))
         self.nmsg = self.m0 + 2 * int(np.sum(nam))
         self.chan = _new_channels()
+        # dense pair table up to 2^22 pairs (32 MB), else the hash (see _channel)
+        dense = n * n <= DENSE_PAIRS
+        self.nch = np.array([0, int(dense)], np.int64)
+        self.pair_first = np.full(n * n if dense else 1, -1, np.int64)
         self._alloc_channels(channels)
         self.nxt = np.zeros(0, np.int64)
         self.qid = np.zeros(0, np.int64)
@@ -234,13 +259,15 @@ class Matcher:
         self.nbytes = np.zeros(0, np.int64)
 
     def _alloc_channels(self, k):
-        head = np.full(k, -1, np.int64)
-        tail = np.full(k, -1, np.int64)
-        old = getattr(self, "head", None)
-        if old is not None:
-            head[:len(old)] = old
-            tail[:len(old)] = self.tail
-        self.head, self.tail = head, tail
+        grown = []
+        for name, fill in (("head", -1), ("tail", -1), ("ctag", 0), ("cnext", -1)):
+            a = np.full(k, fill, np.int64)
+            old = getattr(self, name, None)
+            if old is not None:
+                a[:len(old)] = old
+            grown.append(a)
+        self.head, self.tail, self.ctag, self.cnext = grown
+        self.ct = (self.pair_first, self.ctag, self.cnext, self.nch)
 
     def _grow_pool(self, k):
         old = len(self.nxt)
@@ -280,7 +307,7 @@ class Matcher:
         nb = np.zeros(g1 - g0, np.int64)
         while True:
             k = _match(r, g0, g1, *rec, self.rank_end, self.n, self.send_base,
-                       self.am_base, self.m0, self.chan, self.head, self.tail, self.nxt,
+                       self.am_base, self.m0, self.chan, self.ct, self.head, self.tail, self.nxt,
                        self.qid, self.qrec, self.qnb, self.free, self.lc, self.lsn, self.lam,
                        self.sc, self.sn, *self.scan_cols, self.sbase, self.slen, self.B, out,
                        nb, self.err)
@@ -288,7 +315,7 @@ class Matcher:
                 self.nbytes = nb
                 return out
             if k == GROW:
-                if _nchannels(self.chan) >= len(self.head):
+                if self.nch[0] >= len(self.head):
                     self._alloc_channels(2 * len(self.head))
                 if self.free[0] < 0:
                     self._grow_pool(2 * len(self.nxt))
@@ -311,7 +338,7 @@ class Matcher:
 
     def unmatched_send(self):
         """The first send (record index) still waiting for its receive, or None."""
-        live = np.flatnonzero(self.head[:_nchannels(self.chan)] >= 0)
+        live = np.flatnonzero(self.head[:int(self.nch[0])] >= 0)
         if not live.size:
             return None
         return int(min(self.qrec[self.head[c]] for c in live))
