@@ -178,7 +178,7 @@ class Engine:
         if stream is None:
             unshared = np.asarray(getattr(msgs, "unshared", msgs.intra), np.bool_)
         code = 1 if rule == "maxmin" else 0
-        self.C = ks.Config(code, lat_unshared, send_mode == "detached",
+        self.C = ks.config(code, lat_unshared, send_mode == "detached",
                            bool(record), bool(signals), bool(np.any(gap > 0)),
                            PROGRESS_EVENTS if progress is not None or on_pause is not None
                            else -1, window_records is not None)
@@ -295,13 +295,14 @@ class Engine:
 
     def run(self) -> float:
         """Evaluate; return the time the last rank finished."""
-        from ccmod.kernel import compiling_notice
+        from ccmod.kernel import compiling
         from ccmod.kernel.loop import go_end, run_loop
-        compiling_notice()
         from ccmod.kernel.codes import K_RECORDS, K_STARVED
         args = [self.C, self.P, self.L, self.I, self.F]
         ks_ = self.K.ks
-        while not run_loop(*args):
+        with compiling(self.C):        # the first call compiles, if the cache is cold
+            done = run_loop(*args)
+        while not done:
             if ks_[K_STARVED]:
                 # a rank consumed its window: load its next records (taking the retired
                 # slots' outputs first), resume where it stopped
@@ -314,6 +315,7 @@ class Engine:
                 self.progress(int(ks_[K_RECORDS]))
             if self.on_pause is not None:
                 self.on_pause(self)
+            done = run_loop(*args)
         if self.on_pause is not None:
             self.on_pause(self)
         t = float(self.K.kf[0])

@@ -13,8 +13,10 @@ out), :mod:`~ccmod.kernel.waits` (static wait mapping), :mod:`~ccmod.kernel.faca
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 _noticed = False
@@ -54,8 +56,20 @@ def _drop_stale_cache() -> None:
 _drop_stale_cache()
 
 
-def cache_is_cold() -> bool:
-    """True when the compiled loop is not in numba's cache yet (first run)."""
+def _entry(C) -> tuple[str, bytes]:
+    """The loop's compiled entry a run with config ``C`` calls, and its config's type name
+    (both in the entry's cache index, :mod:`ccmod.kernel.loop`, :mod:`ccmod.kernel.rules`)."""
+    name = "run_recorded" if (C.record or C.signals) else "run_quiet"
+    return name, type(C).__name__.encode()
+
+
+def cache_is_cold(C=None, sharing: str | None = None) -> bool:
+    """True when numba's cache lacks the compiled loop a run needs (it compiles first).
+
+    ``C``: the run's :class:`~ccmod.kernel.state.Config` (the entry and the sharing rule it
+    compiles: each rule's loop compiles on its own first run); or ``sharing`` (any entry of
+    that rule); neither: any compiled loop at all.
+    """
     if os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return False
     base = os.environ.get("NUMBA_CACHE_DIR")
@@ -63,23 +77,52 @@ def cache_is_cold() -> bool:
     dirs = [here / "__pycache__"]
     if base:
         dirs.insert(0, Path(base))
+    pattern, mark = "loop.run_*-*.nbi", b""
+    if C is not None:
+        name, mark = _entry(C)
+        pattern = f"loop.{name}-*.nbi"
+    elif sharing is not None:
+        mark = b"MmConfig" if sharing == "maxmin" else b"CcConfig"
     for d in dirs:
-        if d.is_dir() and any(d.rglob("loop.run_*-*.nbi")):
-            return False
+        if not d.is_dir():
+            continue
+        for f in d.rglob(pattern):
+            try:
+                # the index pickles each compiled signature: the config's class by name
+                if mark in f.read_bytes():
+                    return False
+            except OSError:
+                pass
     return True
 
 
-def compiling_notice() -> None:
-    """Say "compiling kernels (first run only)" on a terminal when the cache is cold."""
+@contextmanager
+def compiling(C):
+    """Around a run's first call of the loop (config ``C``): when numba will compile it (a
+    cold cache), say "compiling kernels (first run only)" on a terminal, once per process,
+    and pause Python's cyclic garbage collector meanwhile.
+
+    numba's compiler makes millions of objects, and each of the collector's full passes
+    walks all of them (and every module loaded): 5-6 s of a first run's CPU here. The
+    cycles the compiler leaves are freed by one collection at the end.
+    """
     global _noticed
-    if _noticed:
-        return
-    _noticed = True
+    cold = cache_is_cold(C)
     try:
-        if sys.stderr.isatty() and cache_is_cold():
+        if cold and not _noticed and sys.stderr.isatty():
+            _noticed = True
             print("compiling kernels (first run only)", file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
+    paused = cold and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+            gc.collect()
 
 
 def __getattr__(name):

@@ -27,6 +27,7 @@ import sys
 
 from numba import njit, types
 from numba.core import cgutils
+from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic, overload
 
 from ccmod.jit import blas_check_without_scipy_linalg
@@ -36,6 +37,44 @@ from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt,
 
 # numba's BLAS check without scipy.linalg: before any compile or cache load (ccmod.jit)
 blas_check_without_scipy_linalg()
+
+
+class KernelDispatcher(CPUDispatcher):
+    """A dispatcher that compiles a kernel function once per argument *types*.
+
+    numba compiles a function called from compiled code once per distinct argument
+    type, and a constant argument has its own literal type (``_block(..., STATE_SEND,
+    t)`` and ``_block(..., STATE_RECV, t)`` were two compiles, the signal recorder 13):
+    a third of a first run's compiles were such copies, each also linked and optimised
+    again in every caller. Here constants are typed as their plain type, one compile
+    serves every call site; LLVM still folds the constants where it inlines the call.
+    Used for the loop's own functions (:func:`kernel_jit`); :data:`leaf` functions (the
+    rules' and heaps' small steps) keep numba's literal copies: the ccmod rule ran ~15%
+    slower per record without them (measured on random64).
+    """
+
+    def get_call_template(self, args, kws):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+def kernel_jit(func=None, *, cache=True, inline="never", _nrt=True):
+    """``numba.njit(cache=True)`` for kernel functions, through :class:`KernelDispatcher`
+    (``inline="always"`` functions are inlined before typing: plain ``njit``)."""
+    if func is None:
+        return lambda f: kernel_jit(f, cache=cache, inline=inline, _nrt=_nrt)
+    if inline != "never" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        # _nrt only when False: unset, a callee inherits its caller's (see leaf)
+        return njit(cache=cache, inline=inline, **({} if _nrt else {"_nrt": False}))(func)
+    opts = {"nopython": True, "boundscheck": None}
+    if not _nrt:
+        opts["_nrt"] = False
+    disp = KernelDispatcher(py_func=func, locals={}, targetoptions=opts)
+    if cache:
+        disp.enable_caching()
+    return disp
+
 
 leaf = njit(cache=True, _nrt=False)
 

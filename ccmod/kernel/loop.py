@@ -33,24 +33,20 @@ call costs a few reference counts, not one per field.
 """
 from __future__ import annotations
 
-from numba import njit
-
-from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
-                                     cc_set_free, cc_start)
-from ccmod.kernel.compiled import (borrow, bg_steps, cc_state, leaf, mm_state, msg_in,
-                                   msg_st, rank_st, scalars, timers)
+from ccmod.kernel.compiled import (borrow, bg_steps, leaf, msg_in, msg_st, rank_st, scalars,
+                                   timers)
+from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_pop, timer_set
-from ccmod.kernel.record import log_load, log_state, sig as _sig
+from ccmod.kernel.record import log_state, sig as _sig
 from ccmod.kernel.state import Logs, Program
-from ccmod.kernel.maxmin import (F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve,
-                                 mm_start)
+from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_NRET, K_RECORDS,
                                 K_RHEAD, K_RTAIL, K_SEQ, K_STARTED, K_STARVED, NSTATES,
                                 OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                                 OP_SEND, OP_WAIT, OP_WAITALL, RS_COMPUTING, RS_FINISHED,
                                 RS_RUNNABLE, SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
-                                SG_MSGEND, SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END,
+                                SG_MSGEND, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END,
                                 SG_UPPR_PROC, STATE_BARRIER, STATE_COMPUTE, STATE_OVERHEAD,
                                 STATE_RECV, STATE_SEND, STATE_WAIT)
 
@@ -109,28 +105,6 @@ def _busy(I, F, r, t):
 
 
 @njit(cache=True)
-def _log_route(L, I, m, t, count):
-    M = msg_in(I)
-    for e in range(I[M.route_ptr + m], I[M.route_end + m]):
-        r = I[M.route_res + e]
-        log_load(L, (t, r, I[count + r]))
-
-
-@njit(cache=True)
-def _share_start(C, L, I, F, m, t, work):
-    M = msg_in(I)
-    _sig(C, L, t, SG_MSGSTART, I[M.okey + m], 0, 0, 0, 0.0)
-    if C.sharing == 0:
-        cc_start(I, F, m, t, work)
-        if C.record:
-            _log_route(L, I, m, t, cc_state(I).count)
-    else:
-        mm_start(I, F, m, t, work, F[M.flow_cap + m])
-        if C.record:
-            _log_route(L, I, m, t, mm_state(I).count)
-
-
-@njit(cache=True)
 def _start(C, L, I, F, m, t, gap):
     """Both sides allow the transfer: inject now, or (``gap``) when the node's NIC gap
     allows (then this is called again at that time with ``gap`` False)."""
@@ -155,7 +129,7 @@ def _start(C, L, I, F, m, t, gap):
     if I[M.unshared + m] or q <= 0.0 or not has_route:
         _timer(I, F, 2 * n + 2 * m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
-        _share_start(C, L, I, F, m, t, q)
+        rule_start(C, L, I, F, m, t, q)
     else:
         _timer(I, F, 2 * n + 2 * m, EV_LAT_END, t + F[M.latency + m])
 
@@ -401,33 +375,6 @@ def _drain(C, P, L, I, F, t):
                 return                 # resumed by run_loop after the refill
 
 
-@njit(cache=True)
-def _shared_due(C, L, I, F, t):
-    """Messages finishing under the sharing rule at t."""
-    G = msg_st(I)
-    if C.sharing == 0:
-        CS = cc_state(I)
-        nd = cc_pop_due(I, F, t, G.bott)
-        for i in range(nd):
-            m = I[CS.done + i]
-            cc_end(I, F, m, t)
-            if C.record:
-                _log_route(L, I, m, t, CS.count)
-        cc_flush(I, F)
-        done = CS.done
-    else:
-        MS = mm_state(I)
-        nd = mm_pop_due(I, F, t, G.bott)
-        for i in range(nd):
-            m = I[MS.done + i]
-            mm_end(I, F, m, t)
-            if C.record:
-                _log_route(L, I, m, t, MS.count)
-        done = MS.done
-    for i in range(nd):
-        _done(C, L, I, F, I[done + i], t)
-
-
 def run_loop(C, P, L, I, F):
     """Evaluate (or continue evaluating) until done or ``C.max_events`` horizons passed.
 
@@ -477,7 +424,6 @@ def _loop_quiet(C, P, I, F):
 def _loop(C, P, L, I, F):
     M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
     K, BG = scalars(I), bg_steps(I)
-    CS, MS = cc_state(I), mm_state(I)
     n = P.nranks
     t = F[K.kf]
     if I[K.ks + K_STARVED] != 0:
@@ -506,17 +452,7 @@ def _loop(C, P, L, I, F):
     budget = C.max_events
     while budget != 0:
         budget -= 1
-        # the sharing rule's next completion
-        if C.sharing == 0:
-            si = CS.si
-            if (I[si + N_NEW] != 0 or I[si + N_DEC] != 0 or I[si + N_INC] != 0
-                    or I[si + N_TCH] != 0):
-                cc_flush(I, F)
-            tk = F[CS.ev_t + I[CS.ev_item]] if I[CS.ev_len] > 0 else INF
-        else:
-            if I[MS.si + N_DIRTY] != 0:
-                mm_solve(I, F)
-            tk = F[MS.c_tfin + I[MS.c_item]] if I[MS.si + F_LEN] > 0 else INF
+        tk = rule_next(C, I, F)        # the sharing rule's next completion
         th = F[T.t + I[T.item]] if I[T.len] > 0 else INF
         kb = I[K.ks + K_BG]
         tb = F[BG.t + kb] if kb < nbg else INF
@@ -530,14 +466,13 @@ def _loop(C, P, L, I, F):
         if tb <= tk and tb <= th:
             # background steps change bandwidth availability from t on: all steps at t
             while kb < nbg and F[BG.t + kb] == t:
-                if C.sharing == 0:
-                    cc_set_free(I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
-                else:
-                    mm_set_free(I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
+                rule_set_free(C, I, F, I[BG.res + kb], t, 1.0 - F[BG.load + kb])
                 kb += 1
             I[K.ks + K_BG] = kb
-        elif tk <= th:
-            _shared_due(C, L, I, F, t)
+        elif tk <= th:               # messages finishing under the sharing rule at t
+            nd, done = rule_due(C, L, I, F, t)
+            for i in range(nd):
+                _done(C, L, I, F, I[done + i], t)
         else:
             x = timer_pop(I, F, T.item, T.pos, T.t, T.seq, T.len)
             kind = I[T.kind + x]
@@ -562,7 +497,7 @@ def _loop(C, P, L, I, F):
                     work = F[M.quiet + m] - F[M.latency + m]
                 else:
                     work = float(I[M.nbytes + m])
-                _share_start(C, L, I, F, m, t, work)
+                rule_start(C, L, I, F, m, t, work)
             elif kind == EV_START:
                 _start(C, L, I, F, (x - 2 * n) >> 1, t, False)
             elif kind == EV_HANDLER_END:

@@ -10,7 +10,7 @@ from numba import njit, types
 from numba.extending import overload
 from numba.typed import List
 
-import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
+from ccmod.kernel.compiled import kernel_jit  # (and numba's BLAS check without scipy.linalg)
 from ccmod.kernel.codes import (SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
                                 SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END, SG_UPPR_PROC,
                                 SIGNALS)
@@ -165,7 +165,7 @@ def render_signals(sig, route_ptr, route_res, start=0, stop=None):
             "signal": np.array(names, dtype=object), "args": np.array(args, dtype=object)}
 
 
-@njit(cache=True)
+@kernel_jit
 def sig(C, L, t, code, a, b, c, d, f):
     """Append one debug signal when the run asks for them (``C.signals``)."""
     if C.signals:

@@ -7,7 +7,8 @@ is two arrays, ``I`` (int64, booleans as 0/1) and ``F`` (float64), and each grou
 fields is a named tuple of *offsets* (plain ints, copied by value): ``R.pc`` is where the
 ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
 
-``Config``  scalars: sharing (0 ccmod, 1 maxmin), flags.
+``Config``  scalars: sharing (0 ccmod, 1 maxmin), flags; made by :func:`config`, a
+            :class:`CcConfig` or an :class:`MmConfig` by the rule.
 ``Program`` the ranks' records (CSR by rank) with waits resolved to messages (arrays: the
             input, not copied). Rank r runs ``[pc, rank_end[r])``; ``more[r]`` != 0 says
             its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.kernel.window`):
@@ -38,6 +39,22 @@ INF = np.inf
 
 Config = namedtuple("Config", "sharing lat_unshared detached record signals gap max_events "
                                "recycle")
+
+
+class CcConfig(Config):
+    """:class:`Config` of a run under the article's rule (``sharing`` 0)."""
+    __slots__ = ()
+
+
+class MmConfig(Config):
+    """:class:`Config` of a run under max-min (``sharing`` 1): its own numba type, so that
+    the compiled loop is specialised per rule (:mod:`ccmod.kernel.rules`)."""
+    __slots__ = ()
+
+
+def config(sharing, *flags):
+    """The :class:`Config` of rule ``sharing`` (0 ccmod, 1 maxmin) and the flags after it."""
+    return (MmConfig if sharing == 1 else CcConfig)(sharing, *flags)
 Program = namedtuple("Program", "nranks rank_ptr op dur rec_msg wait_msg wait_side wa_ptr "
                                 "wa_msg wa_side rank_end more")
 MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv unshared kind "

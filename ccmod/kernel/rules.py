@@ -1,0 +1,125 @@
+"""The loop's calls into the sharing rule, chosen by the type of ``C`` when compiling.
+
+The loop asks its sharing rule to start a message, for the next completion, for the
+messages due (ended and taken out), and to change a resource's background. A run uses
+one rule (``C.sharing``: 0 the article's, :mod:`ccmod.kernel.ccmod_rule`; 1 max-min,
+:mod:`ccmod.kernel.maxmin`); were the choice a run-time test, numba would compile both
+rules into the loop though a run executes one. ``C`` is a
+:class:`~ccmod.kernel.state.CcConfig` or an :class:`~ccmod.kernel.state.MmConfig` (the
+same fields), so the compiled loop is specialised per rule: each ``rule_*`` function here,
+compiled, is its rule's version (an overload picks it by ``C``'s type), and a first run
+compiles only the rule it uses. As plain Python (``NUMBA_DISABLE_JIT=1``) it tests
+``C.sharing``.
+"""
+from __future__ import annotations
+
+from numba import types
+from numba.extending import overload
+
+from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
+                                     cc_set_free, cc_start)
+from ccmod.kernel.codes import SG_MSGSTART
+from ccmod.kernel.compiled import cc_state, kernel_jit, mm_state, msg_in, msg_st
+from ccmod.kernel.maxmin import F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve, mm_start
+from ccmod.kernel.record import log_load, sig
+from ccmod.kernel.state import MmConfig
+
+INF = float("inf")
+
+
+@kernel_jit
+def log_route(L, I, m, t, count):
+    """Record the message count of each resource on message m's route (``count``: the
+    offset of the rule's per-resource counts)."""
+    M = msg_in(I)
+    for e in range(I[M.route_ptr + m], I[M.route_end + m]):
+        r = I[M.route_res + e]
+        log_load(L, (t, r, I[count + r]))
+
+
+# -- the article's rule ------------------------------------------------------------------
+def _cc_start(C, L, I, F, m, t, work):
+    sig(C, L, t, SG_MSGSTART, I[msg_in(I).okey + m], 0, 0, 0, 0.0)
+    cc_start(I, F, m, t, work)
+    if C.record:
+        log_route(L, I, m, t, cc_state(I).count)
+
+
+def _cc_next(C, I, F):
+    CS = cc_state(I)
+    si = CS.si
+    if I[si + N_NEW] != 0 or I[si + N_DEC] != 0 or I[si + N_INC] != 0 or I[si + N_TCH] != 0:
+        cc_flush(I, F)
+    return F[CS.ev_t + I[CS.ev_item]] if I[CS.ev_len] > 0 else INF
+
+
+def _cc_due(C, L, I, F, t):
+    CS = cc_state(I)
+    nd = cc_pop_due(I, F, t, msg_st(I).bott)
+    for i in range(nd):
+        m = I[CS.done + i]
+        cc_end(I, F, m, t)
+        if C.record:
+            log_route(L, I, m, t, CS.count)
+    cc_flush(I, F)
+    return nd, CS.done
+
+
+def _cc_set_free(C, I, F, r, t, free):
+    cc_set_free(I, F, r, t, free)
+
+
+# -- max-min -----------------------------------------------------------------------------
+def _mm_start(C, L, I, F, m, t, work):
+    M = msg_in(I)
+    sig(C, L, t, SG_MSGSTART, I[M.okey + m], 0, 0, 0, 0.0)
+    mm_start(I, F, m, t, work, F[M.flow_cap + m])
+    if C.record:
+        log_route(L, I, m, t, mm_state(I).count)
+
+
+def _mm_next(C, I, F):
+    MS = mm_state(I)
+    if I[MS.si + N_DIRTY] != 0:
+        mm_solve(I, F)
+    return F[MS.c_tfin + I[MS.c_item]] if I[MS.si + F_LEN] > 0 else INF
+
+
+def _mm_due(C, L, I, F, t):
+    MS = mm_state(I)
+    nd = mm_pop_due(I, F, t, msg_st(I).bott)
+    for i in range(nd):
+        m = I[MS.done + i]
+        mm_end(I, F, m, t)
+        if C.record:
+            log_route(L, I, m, t, MS.count)
+    return nd, MS.done
+
+
+def _mm_set_free(C, I, F, r, t, free):
+    mm_set_free(I, F, r, t, free)
+
+
+def _rule(cc, mm, doc):
+    """A ``rule_*`` entry: ``cc`` or ``mm``, by ``C.sharing`` as Python, by ``C``'s type
+    compiled (four entries only: each is a compiled function of its own, and every
+    compiled level links and optimises again all the code below it)."""
+    def f(C, *args):
+        return (cc if C.sharing == 0 else mm)(C, *args)
+    f.__doc__ = doc
+    overload(f, strict=False)(lambda C, *args: mm if _is_maxmin(C) else cc)
+    return f
+
+
+def _is_maxmin(C):
+    """Whether the numba type of ``C`` is max-min's config."""
+    return isinstance(C, types.BaseTuple) and getattr(C, "instance_class", None) is MmConfig
+
+
+rule_start = _rule(_cc_start, _mm_start, "Message m starts sharing at t with ``work`` "
+                   "(quiet-seconds or bytes) left: signal, rule, contention recorded.")
+rule_next = _rule(_cc_next, _mm_next, "Settle pending changes; the next completion's time.")
+rule_due = _rule(_cc_due, _mm_due, "Take out (end) the messages done at t; ``(nd, done)``: "
+                 "how many, and the offset in ``I`` of the list of their ids.")
+rule_set_free = _rule(_cc_set_free, _mm_set_free,
+                      "Resource r's free fraction becomes ``free`` at t (background step).")
