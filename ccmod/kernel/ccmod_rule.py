@@ -100,7 +100,8 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         dec_f=("i", R, 0), dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0),
         tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("i", M, 0), cand_l=("i", M, 0),
         done=("i", M, 0), si=("i", 10, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
-        route_res=routes[1], emsg=("i", E, emsg), route_end=routes[2], okey=routes[3])
+        route_res=routes[1], emsg=("i", E, emsg), route_end=routes[2], okey=routes[3],
+        lone=("i", R, -1))
 
 
 @leaf
@@ -255,11 +256,32 @@ def _join(I, F, m, r, t, remaining):
     I[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
     heap_push(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
+    alone = True
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        if I[S.count + I[S.route_res + e]] != 1:
+            alone = False
+            break
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         _others_del(S, I, F, e)
-        if I[S.route_res + e] != r:
+        if alone:
+            I[S.lone + I[S.route_res + e]] = m
+        elif I[S.route_res + e] != r:
             _others_add(S, I, F, e, r)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+
+
+@leaf
+def _pairs_of_lone(S, I, F, r):
+    """Resource r is about to change (a message joins it, its background steps) while the
+    message on it is alone on its whole route: give that message the pairs its join left
+    out. Until now no share on its route changed, so they are what the join would have
+    made (keyed by the same shares); pairs only feed the checks of later changes."""
+    m = I[S.lone + r]
+    b = I[S.bott + m]
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        I[S.lone + I[S.route_res + e]] = -1
+        if I[S.route_res + e] != b:
+            _others_add(S, I, F, e, b)
 
 
 @leaf
@@ -400,6 +422,8 @@ def cc_start(I, F, m, t, work):
         cc_at(I, F, t)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
+        if I[S.lone + r] >= 0:
+            _pairs_of_lone(S, I, F, r)
         if cc_set_count(I, F, r, t, 1) > 1:
             _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
@@ -417,6 +441,8 @@ def cc_set_free(I, F, r, t, free):
     """Background step: resource r keeps the fraction ``free`` for messages from t on."""
     S = cc_state(I)
     cc_at(I, F, t)
+    if I[S.lone + r] >= 0:
+        _pairs_of_lone(S, I, F, r)
     F[S.v_at + r] = _vclock(S, F, r, t)
     F[S.t_at + r] = t
     old = F[S.share + r]
@@ -482,6 +508,7 @@ def cc_end(I, F, m, t):
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
         _others_del(S, I, F, e)
+        I[S.lone + r] = -1           # m itself, if it was alone (no one else can be)
         if cc_set_count(I, F, r, t, -1) > 0:
             _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)

@@ -255,7 +255,8 @@ def cc_state(I):
                    I[b + 32], I[b + 33], I[b + 34], I[b + 35], I[b + 36], I[b + 37],
                    I[b + 38], I[b + 39], I[b + 40], I[b + 41], I[b + 42], I[b + 43],
                    I[b + 44], I[b + 45], I[b + 46], I[b + 47], I[b + 48], I[b + 49],
-                   I[b + 50], I[b + 51], I[b + 52], I[b + 53], I[b + 54], I[b + 55])
+                   I[b + 50], I[b + 51], I[b + 52], I[b + 53], I[b + 54], I[b + 55],
+                   I[b + 56])
 
 
 @njit(cache=True, inline="always")
