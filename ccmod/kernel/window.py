@@ -29,11 +29,11 @@ as arrays (``op``, ``duration_s``, ``req`` for the waits; the matcher also ``pee
 ``tag``, ``nbytes``) from ``[next[r], next[r] + n)`` of the workload's columns; a source
 that produces per-rank record batches (Parquet) only has to give those columns.
 
-Still sized by the trace: the records' columns the feed and matcher index, and the
-messages' costs and routes (:func:`ccmod.compile.compile_messages`, whole trace), which
-the slots copy from by message id. Next: compute them per batch of matched messages (the
-vectorised part of ``compile_messages``) when a window is loaded, and read the records
-per rank from Parquet batches.
+Nothing here is sized by the trace: under ``ccmod run X.parquet --stream`` the records
+come per rank from Parquet row groups (:mod:`ccmod.workloads.parquet_stream`), each batch
+of newly matched messages gets its routes and costs when its window is loaded
+(:mod:`ccmod.stream_inputs`) and retired slots' rows are written as they go
+(:mod:`ccmod.streaming`).
 """
 from __future__ import annotations
 
