@@ -146,6 +146,7 @@ def test_inputs_that_cannot_be_streamed_fail_in_one_line(tmp_path):
 def _exchange_with_waits(iterations=30, nranks=4):
     """isend/irecv + wait/waitall and blocking ring messages (requests outlive windows)."""
     from ccmod.workloads.base import WorkloadBuilder
+    from test_stream_slots import blocking_ring
     b = WorkloadBuilder(nranks)
     for it in range(iterations):
         for r in range(nranks):
@@ -157,13 +158,7 @@ def _exchange_with_waits(iterations=30, nranks=4):
                 b.wait(r, 0)
             else:
                 b.waitall(r)
-        for r in range(nranks):
-            if r % 2 == 0:
-                b.send(r, (r + 1) % nranks, 100, tag=2)
-                b.recv(r, (r - 1) % nranks, tag=2)
-            else:
-                b.recv(r, (r - 1) % nranks, tag=2)
-                b.send(r, (r + 1) % nranks, 100, tag=2)
+        blocking_ring(b, nranks)
     return b.build()
 
 

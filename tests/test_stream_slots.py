@@ -26,6 +26,19 @@ def engine(w, window, sharing="ccmod", send_mode="rendezvous", sink=None, net=NE
     return eng, msgs, eng.run()
 
 
+def blocking_ring(b, nranks, nbytes=100, tag=2):
+    """One blocking send to the right neighbour per rank, even ranks sending first (no
+    deadlock under rendezvous)."""
+    for r in range(nranks):
+        right, left = (r + 1) % nranks, (r - 1) % nranks
+        if r % 2 == 0:
+            b.send(r, right, nbytes, tag=tag)
+            b.recv(r, left, tag=tag)
+        else:
+            b.recv(r, left, tag=tag)
+            b.send(r, right, nbytes, tag=tag)
+
+
 def long_exchange(iterations, nranks=4, nbytes=20_000):
     """Neighbour exchange (isend/irecv/waitall) and blocking ring sends, many times: a few
     messages in flight at any time, thousands over the trace."""
@@ -37,13 +50,7 @@ def long_exchange(iterations, nranks=4, nbytes=20_000):
             b.isend(r, right, nbytes, 0, tag=1)
             b.irecv(r, left, 1, tag=1, nbytes=nbytes)
             b.waitall(r)
-        for r in range(nranks):
-            if r % 2 == 0:
-                b.send(r, (r + 1) % nranks, 100, tag=2)
-                b.recv(r, (r - 1) % nranks, tag=2)
-            else:
-                b.recv(r, (r - 1) % nranks, tag=2)
-                b.send(r, (r + 1) % nranks, 100, tag=2)
+        blocking_ring(b, nranks)
     return b.build()
 
 
