@@ -198,7 +198,8 @@ class Engine:
         if code == 0 and params.get("capacity") == "ratio":
             if stream is not None:
                 raise CcmodInputError("capacity=ratio needs every message's route before the "
-                                      "run: not streamed", source="--sharing")
+                                      "run: not streamed", source="--sharing",
+                                      hint="run without --stream, or drop capacity=ratio")
             # free[l] = (1 - background) * capacity / quiet bandwidth: BA counts capacities
             ratio = capacity_ratio(nresources, capacity_Bps, msgs.route_ptr, msgs.route_res,
                                    msgs.flow_cap_Bps)

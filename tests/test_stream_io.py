@@ -138,6 +138,8 @@ def test_inputs_that_cannot_be_streamed_fail_in_one_line(tmp_path):
     _one_line(run_cli("run", good, "--stream", "--debug", "--out", tmp_path / "o"), "--debug")
     _one_line(run_cli("run", good, "--window", "4"), "--window needs --stream")
     _one_line(run_cli("run", good, "--stream", "--window", "0"), "at least 1")
+    _one_line(run_cli("run", good, "--stream", "--sharing", "ccmod:capacity=ratio"),
+              "capacity=ratio", "run without --stream")
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"x": [1, 2]}), bad)
     _one_line(run_cli("run", bad, "--stream"), "not a ccmod workload")
