@@ -15,8 +15,8 @@ whole call:
 
 Arguments are copied on every call (a named tuple of 45 offsets is 45 pushes): functions
 take the buffers and read the offsets they need from the head of ``I``
-(:func:`msg_in`, :func:`rank_st`, ... inlined, so only the fields used are loaded; a
-field added to a group needs its term here, numba says so otherwise).
+(:func:`msg_in`, :func:`rank_st`, ...: one intrinsic per group, whose unused loads LLVM
+drops, so only the fields used are loaded).
 
 Under ``NUMBA_DISABLE_JIT=1`` both are the plain Python identity.
 """
@@ -193,83 +193,51 @@ def _program_view(P):
     return impl
 
 
-_MI = H_BASE[MsgIn]
-_RS = H_BASE[RankSt]
-_MS = H_BASE[MsgSt]
-_TI = H_BASE[Timers]
-_SC = H_BASE[Scalars]
-_BG = H_BASE[BgSteps]
-_CC = H_BASE[CcState]
-_MM = H_BASE[MmState]
+# -- the offsets of each group of fields, from the head of I ---------------------------------
+def _header_reader(cls, name):
+    """``name(I)``: the :class:`~ccmod.kernel.state` named tuple ``cls`` of offsets, read
+    from its place at the head of ``I`` (:data:`~ccmod.kernel.state.H_BASE`).
+
+    Compiled, one intrinsic loads every field at once (unused loads are dropped by LLVM):
+    written as a named tuple of ``I[b + k]`` it cost numba a typing and a lowering per field
+    at every call site (57 for the ccmod rule's state, in nearly every function), ~20% of
+    a cold compile. As Python (and ``NUMBA_DISABLE_JIT=1``), the same values from ``I``.
+    """
+    b, n = H_BASE[cls], len(cls._fields)
+
+    def read(I):
+        return cls(*I[b:b + n])
+    read.__name__ = read.__qualname__ = name
+    read.__doc__ = f"The {cls.__name__} offsets, from the head of ``I``."
+
+    @intrinsic
+    def _read(typingctx, I):
+        if not (isinstance(I, types.Array) and I.dtype == types.int64 and I.ndim == 1):
+            return None
+        tup = types.NamedUniTuple(types.int64, n, cls)
+
+        def codegen(context, builder, sig, args):
+            aty = sig.args[0]
+            ary = context.make_array(aty)(context, builder, value=args[0])
+            align = None if aty.aligned else 1
+            vals = []
+            for k in range(n):
+                ptr = cgutils.get_item_pointer(context, builder, aty, ary,
+                                               [context.get_constant(types.intp, b + k)],
+                                               wraparound=False)
+                vals.append(context.unpack_value(builder, types.int64, ptr, align=align))
+            return context.make_tuple(builder, tup, vals)
+        return tup(I), codegen
+
+    overload(read, inline="always")(lambda I: (lambda I: _read(I)))
+    return read
 
 
-@njit(cache=True, inline="always")
-def msg_in(I):
-    b = _MI
-    return MsgIn(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6], I[b + 7],
-                 I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12], I[b + 13], I[b + 14],
-                 I[b + 15], I[b + 16], I[b + 17], I[b + 18])
-
-
-@njit(cache=True, inline="always")
-def rank_st(I):
-    b = _RS
-    return RankSt(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6],
-                  I[b + 7], I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12], I[b + 13],
-                  I[b + 14], I[b + 15], I[b + 16], I[b + 17])
-
-
-@njit(cache=True, inline="always")
-def msg_st(I):
-    b = _MS
-    return MsgSt(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6], I[b + 7],
-                 I[b + 8], I[b + 9], I[b + 10])
-
-
-@njit(cache=True, inline="always")
-def timers(I):
-    b = _TI
-    return Timers(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5])
-
-
-@njit(cache=True, inline="always")
-def scalars(I):
-    b = _SC
-    return Scalars(I[b], I[b + 1])
-
-
-@njit(cache=True, inline="always")
-def bg_steps(I):
-    b = _BG
-    return BgSteps(I[b], I[b + 1], I[b + 2], I[b + 3])
-
-
-@njit(cache=True, inline="always")
-def cc_state(I):
-    b = _CC
-    return CcState(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6],
-                   I[b + 7], I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12], I[b + 13],
-                   I[b + 14], I[b + 15], I[b + 16], I[b + 17], I[b + 18], I[b + 19],
-                   I[b + 20], I[b + 21], I[b + 22], I[b + 23], I[b + 24], I[b + 25],
-                   I[b + 26], I[b + 27], I[b + 28], I[b + 29], I[b + 30], I[b + 31],
-                   I[b + 32], I[b + 33], I[b + 34], I[b + 35], I[b + 36], I[b + 37],
-                   I[b + 38], I[b + 39], I[b + 40], I[b + 41], I[b + 42], I[b + 43],
-                   I[b + 44], I[b + 45], I[b + 46], I[b + 47], I[b + 48], I[b + 49],
-                   I[b + 50], I[b + 51], I[b + 52], I[b + 53], I[b + 54], I[b + 55],
-                   I[b + 56])
-
-
-@njit(cache=True, inline="always")
-def mm_state(I):
-    b = _MM
-    return MmState(I[b], I[b + 1], I[b + 2], I[b + 3], I[b + 4], I[b + 5], I[b + 6],
-                   I[b + 7], I[b + 8], I[b + 9], I[b + 10], I[b + 11], I[b + 12],
-                   I[b + 13], I[b + 14], I[b + 15], I[b + 16], I[b + 17], I[b + 18],
-                   I[b + 19], I[b + 20], I[b + 21], I[b + 22], I[b + 23], I[b + 24],
-                   I[b + 25], I[b + 26], I[b + 27], I[b + 28], I[b + 29], I[b + 30],
-                   I[b + 31], I[b + 32], I[b + 33], I[b + 34], I[b + 35], I[b + 36],
-                   I[b + 37], I[b + 38], I[b + 39], I[b + 40], I[b + 41], I[b + 42],
-                   I[b + 43], I[b + 44], I[b + 45], I[b + 46], I[b + 47], I[b + 48],
-                   I[b + 49], I[b + 50], I[b + 51], I[b + 52], I[b + 53], I[b + 54],
-                   I[b + 55], I[b + 56], I[b + 57], I[b + 58], I[b + 59], I[b + 60],
-                   I[b + 61], I[b + 62], I[b + 63])
+msg_in = _header_reader(MsgIn, "msg_in")
+rank_st = _header_reader(RankSt, "rank_st")
+msg_st = _header_reader(MsgSt, "msg_st")
+timers = _header_reader(Timers, "timers")
+scalars = _header_reader(Scalars, "scalars")
+bg_steps = _header_reader(BgSteps, "bg_steps")
+cc_state = _header_reader(CcState, "cc_state")
+mm_state = _header_reader(MmState, "mm_state")
