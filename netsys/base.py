@@ -160,10 +160,7 @@ class Network:
         nodes = self.node_resources
         indptr = np.zeros(len(pairs) + 1, dtype=np.int64)
         res_list: list[int] = []
-        lat_out = np.zeros(len(pairs))
-        bw_out = np.full(len(pairs), np.inf)
-        for k, (s, d) in enumerate(pairs):
-            s, d = int(s), int(d)
+        for k, (s, d) in enumerate(pairs.tolist()):
             if not (0 <= s < self.nnodes and 0 <= d < self.nnodes):
                 raise CcmodInputError(f"node {max(s, d)} is outside network '{self.name}' "
                                       f"with {self.nnodes} nodes", source="--network",
@@ -172,14 +169,22 @@ class Network:
             if nodes is not None:
                 rs = nodes.extend_route(s, d, rs)
             res_list.extend(rs)
-            if rs:
-                lat_out[k] = lat[rs].sum()
-                bw_out[k] = cap[rs].min()
             indptr[k + 1] = len(res_list)
-        return RouteTable(pairs=pairs, indptr=indptr,
-                          resources=np.asarray(res_list, dtype=np.int32),
-                          latency_s=lat_out, bandwidth_Bps=bw_out,
-                          hops=np.diff(indptr).astype(np.int32))
+        resources = np.asarray(res_list, dtype=np.int32)
+        hops = np.diff(indptr)
+        # per route: latency summed, capacity's minimum (one numpy pass, not one per pair)
+        lat_out = np.zeros(len(pairs))
+        bw_out = np.full(len(pairs), np.inf)
+        some = hops > 0
+        if some.any():
+            lat_out[some] = np.add.reduceat(lat[resources], indptr[:-1][some])
+            bw_out[some] = np.minimum.reduceat(cap[resources], indptr[:-1][some])
+            # numpy sums 8 or more terms pairwise, reduceat in order: the same bits only
+            # for shorter routes, so longer ones are summed as before
+            for k in np.flatnonzero(hops >= 8).tolist():
+                lat_out[k] = lat[resources[indptr[k]:indptr[k + 1]]].sum()
+        return RouteTable(pairs=pairs, indptr=indptr, resources=resources,
+                          latency_s=lat_out, bandwidth_Bps=bw_out, hops=hops.astype(np.int32))
 
     def describe(self) -> dict:
         """Parameters and derived facts, for summaries and JSON output."""
