@@ -122,15 +122,19 @@ def stable_argsort(key):
     same in every key are skipped (a trace's tags are often all 0, its rank pairs small).
     """
     key = np.asarray(key, np.int64)
+    if not len(key):
+        return np.zeros(0, np.intp)
+    # the bits that differ between keys: set in some (or) and clear in some (not and)
+    varying = int(np.bitwise_or.reduce(key)) & ~int(np.bitwise_and.reduce(key))
     order = None
     for shift in (0, 16, 32, 48):
-        digit = (key >> shift).astype(np.uint16)     # the low 16 bits of key >> shift
-        if order is not None:
-            digit = digit[order]
-        if not len(digit) or digit.min() == digit.max():
+        if not (varying >> shift) & 0xFFFF:
             continue
-        o = np.argsort(digit, kind="stable")
-        order = o if order is None else order[o]
+        digit = (key >> shift).astype(np.uint16)     # the low 16 bits of key >> shift
+        if order is None:
+            order = np.argsort(digit, kind="stable")
+        else:
+            order = order[np.argsort(digit[order], kind="stable")]
     return np.arange(len(key)) if order is None else order
 
 
@@ -267,8 +271,8 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
     M = len(nbytes)
     if compile_routes is None:
         compile_routes = network.compile_routes
-    sn = node_of_rank[src].astype(np.int64)
-    dn = node_of_rank[dst].astype(np.int64)
+    sn = np.asarray(node_of_rank[src], np.int64)
+    dn = np.asarray(node_of_rank[dst], np.int64)
     same = sn == dn
     if M:
         # distinct (src node, dst node) rows in lexicographic order, via a 1-D key
@@ -297,8 +301,9 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
             len(table.resources) == h * len(table.hops):
         # every route has h hops (e.g. a star): a row gather, no CSR arithmetic
         route_ptr = np.arange(0, h * (M + 1), h, dtype=np.int64)
-        route_res = np.asarray(table.resources).reshape(-1, h)[pinv].reshape(-1).astype(
-            np.int32, copy=False)
+        rows = np.ascontiguousarray(table.resources, np.int32).reshape(-1, h)
+        # each row as one opaque item: a 1-D take, ~10x faster than a 2-D row gather
+        route_res = rows.view(np.dtype((np.void, 4 * h))).reshape(-1)[pinv].view(np.int32)
     else:
         route_ptr = np.zeros(M + 1, np.int64)
         np.cumsum(hops, out=route_ptr[1:])
