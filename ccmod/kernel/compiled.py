@@ -31,6 +31,7 @@ from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic, overload
 
 from ccmod.jit import blas_check_without_scipy_linalg
+from ccmod.kernel.rawbuf import RawBuf
 from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt, Program, RankSt,
                                 Scalars, Timers)
 
@@ -212,9 +213,15 @@ def _header_reader(cls, name):
 
     @intrinsic
     def _read(typingctx, I):
+        tup = types.NamedUniTuple(types.int64, n, cls)
+        if isinstance(I, RawBuf) and I.dtype == types.int64:
+            def codegen(context, builder, sig, args):      # I is its data pointer
+                return context.make_tuple(builder, tup, [
+                    builder.load(builder.gep(args[0], [context.get_constant(types.intp, b + k)]))
+                    for k in range(n)])
+            return tup(I), codegen
         if not (isinstance(I, types.Array) and I.dtype == types.int64 and I.ndim == 1):
             return None
-        tup = types.NamedUniTuple(types.int64, n, cls)
 
         def codegen(context, builder, sig, args):
             aty = sig.args[0]
