@@ -290,6 +290,7 @@ class Engine:
                 eager=("i", S, self._eager), route_ptr=("i", S + 1, rp),
                 route_res=("i", len(rr), rr), route_end=("+", "route_ptr", 1, S),
                 okey=("i", S, np.arange(S, dtype=np.int64)))
+            self._eager = self._unshared = None    # in the arena's inputs from here on
         self.Min = A.struct(ks.MsgIn, node_of_rank=("i", len(node_of_rank), node_of_rank),
                             gap_s=("f", len(gap), gap), **fields)
         self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
@@ -318,7 +319,7 @@ class Engine:
         shared = _detach_inputs(self.m, A) if self.slots is None else ()
         del fields, rp, rr               # the arena's inputs: held by it alone
         release_free_heap()
-        self.I, self.F = A.alloc()
+        self.I, self.F = A.alloc(release_free_heap)
         if shared:
             _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)
         release_free_heap()              # the inputs just copied in
