@@ -245,7 +245,9 @@ class Engine:
         self._bg = (np.asarray(bg_t_s, np.float64)[order], bg_res, bg_load)
         self._net = (int(nresources), capacity_Bps, bgr, node_of_rank, gap, nnodes)
         self._eager, self._unshared = eager, unshared
-        self.L = ks.new_logs()
+        # a run that records nothing (and is not streamed: its pauses drain the logs) has
+        # no logs: their compiled constructor is not even loaded (~0.06 s of a first run)
+        self.L = ks.new_logs() if record or signals or window_records is not None else None
         self.slots = None
         if self.feed is not None:
             from ccmod.kernel.slots import MessageInputs, Slots
@@ -371,7 +373,8 @@ class Engine:
         if unfinished.size:
             raise DeadlockError(t, [self._blocked_desc(int(r)) for r in unfinished])
         makespan = float(finish.max()) if len(finish) else 0.0
-        go_end(self.C, self.L, t, makespan)
+        if self.C.signals:
+            go_end(self.C, self.L, t, makespan)      # the last signal; nothing else
         self._finish_arrays()
         return makespan
 
