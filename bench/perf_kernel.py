@@ -25,7 +25,7 @@ compiled profile cannot count.
 
 Why a map at all: numba compiles in memory (or loads its cache file as an object and
 links it in memory), so perf sees anonymous executable pages. Each compiled entry point
-(``run_quiet`` here) is one object file holding every function it calls that LLVM did not
+(``run_entry`` here) is one object file holding every function it calls that LLVM did not
 inline; ``nm`` of that object gives their offsets, and the entry's address in memory
 (numba knows it) anchors them (the object's ``.text`` is loaded as one block).
 """
@@ -233,7 +233,7 @@ def main() -> None:
     def once():
         run(w, net, sharing=a.sharing, record=False, **kw)
     once()                                       # compile or load the cache, warm
-    _, items, objs = write_perf_map(_dispatchers(loop.run_quiet))
+    _, items, objs = write_perf_map(_dispatchers(loop.run_entry))
     import ccmod.engine as eng_mod
     tmp = Path(tempfile.mkdtemp(prefix="ccmod-perf-"))
     data, ctl, ack = tmp / "perf.data", tmp / "ctl", tmp / "ack"

@@ -345,7 +345,7 @@ class Engine:
         from ccmod.kernel.codes import K_RECORDS, K_STARVED
         args = [self.C, self.P, self.L, self.I, self.F]
         ks_ = self.K.ks
-        with compiling(self.C):        # the first call compiles, if the cache is cold
+        with compiling(self.C, self.L):   # the first call compiles, if the cache is cold
             done = run_loop(*args)
         while not done:
             if ks_[K_STARVED]:

@@ -1,4 +1,7 @@
 """The kernel's compile helpers: allocation-free sort, the state arena and its head."""
+import os
+from pathlib import Path
+
 import numpy as np
 
 from ccmod.kernel.state import H_BASE, Arena, MsgSt, Scalars
@@ -38,3 +41,26 @@ def test_borrow_is_identity_for_python_callers():
     from ccmod.kernel.compiled import borrow
     a = np.arange(4)
     assert borrow(a) is a
+
+
+def test_one_compiled_loop_serves_recorded_and_quiet_runs():
+    """A run that records and one that does not share the compiled loop (only the entry
+    differs, logs or none): a first run compiles the loop once for both kinds of run."""
+    from ccmod.api import run
+    from ccmod.kernel import _cached_signatures, cache_is_cold
+    from ccmod.kernel.loop import _loop_entry, run_entry
+    from ccmod.kernel.state import config
+    trace = str(Path(__file__).resolve().parent.parent / "traces" / "pingpong.ti")
+    rec = run(trace, "star", record=True)
+    quiet = run(trace, "star", record=False)
+    assert rec.makespan_s == quiet.makespan_s and len(rec.rank_states) > 0
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return
+    def cc(sigs):       # the ccmod rule's signatures, compiled here or in numba's cache
+        return {str(s) for s in sigs if s[0].instance_class.__name__ == "CcConfig"}
+    loops = cc(_loop_entry.signatures) | cc(_cached_signatures("_loop_entry"))
+    assert len(loops) == 1                            # one loop for both runs
+    entries = cc(run_entry.signatures) | cc(_cached_signatures("run_entry"))
+    assert len(entries) == 2                          # its entry with logs and without
+    C = config(0, *([0] * 7))
+    assert not cache_is_cold(C, L=None) and not cache_is_cold(C, L=rec)   # both cached

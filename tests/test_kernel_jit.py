@@ -33,7 +33,7 @@ for trace, sharing, mode in json.loads(sys.argv[1]):
                 "bott": [int(x) for x in r.messages.bottleneck],
                 "states": [float(x).hex() for x in st.t_end_s] + [str(x) for x in st.state],
                 "events": r.events})
-    # nothing recorded: the loop's other compiled copy (logs None, no reference counts)
+    # nothing recorded: the same compiled loop, through its entry without logs
     q = run(sys.argv[2] + "/" + trace, "star:bandwidth=1e8,latency=1e-6", sharing=sharing,
             send_mode=mode, eager_limit_bytes=0, record=False)
     out.append({"makespan": q.makespan_s.hex(), "events": q.events,

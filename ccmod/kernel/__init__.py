@@ -19,9 +19,6 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-_noticed = False
-
-
 def _drop_stale_cache() -> None:
     """Forget numba's cached kernels when any kernel source changed.
 
@@ -56,62 +53,105 @@ def _drop_stale_cache() -> None:
 _drop_stale_cache()
 
 
-def _entry(C) -> tuple[str, bytes]:
-    """The loop's compiled entry a run with config ``C`` calls, and its config's type name
-    (both in the entry's cache index, :mod:`ccmod.kernel.loop`, :mod:`ccmod.kernel.rules`)."""
-    name = "run_recorded" if (C.record or C.signals) else "run_quiet"
-    return name, type(C).__name__.encode()
+_ANY = object()
+
+#: What a note says a cold compile takes (CPU on the 2-core development machine, idle:
+#: bench/compile_profile.py): the whole loop for one sharing rule; only the entry for a
+#: kind of run (recording or not) whose loop is already compiled.
+_COMPILE_FULL = "about 30-60 s"
+_COMPILE_ENTRY = "a few seconds"
 
 
-def cache_is_cold(C=None, sharing: str | None = None) -> bool:
-    """True when numba's cache lacks the compiled loop a run needs (it compiles first).
-
-    ``C``: the run's :class:`~ccmod.kernel.state.Config` (the entry and the sharing rule it
-    compiles: each rule's loop compiles on its own first run); or ``sharing`` (any entry of
-    that rule); neither: any compiled loop at all.
-    """
-    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
-        return False
-    base = os.environ.get("NUMBA_CACHE_DIR")
+def _cached_signatures(name: str):
+    """The argument types numba's cache holds compiled for ``loop.<name>`` (every cache
+    folder numba would read; an index whose source stamp is out of date holds nothing)."""
+    import pickle
     here = Path(__file__).resolve().parent
+    src = here / "loop.py"
+    try:
+        st = src.stat()
+    except OSError:
+        return
+    try:        # numba's own stamp of the source file (private: ignored when it moves)
+        from numba.core.caching import _hash_source_file
+        stamp = _hash_source_file(str(src), st.st_mtime, st.st_size)
+    except (ImportError, TypeError, OSError):
+        stamp = None
     dirs = [here / "__pycache__"]
+    base = os.environ.get("NUMBA_CACHE_DIR")
     if base:
         dirs.insert(0, Path(base))
-    pattern, mark = "loop.run_*-*.nbi", b""
-    if C is not None:
-        name, mark = _entry(C)
-        pattern = f"loop.{name}-*.nbi"
-    elif sharing is not None:
-        mark = b"MmConfig" if sharing == "maxmin" else b"CcConfig"
     for d in dirs:
         if not d.is_dir():
             continue
-        for f in d.rglob(pattern):
+        for f in d.rglob(f"loop.{name}-*.nbi"):
             try:
-                # the index pickles each compiled signature: the config's class by name
-                if mark in f.read_bytes():
-                    return False
-            except OSError:
-                pass
+                with open(f, "rb") as fh:
+                    pickle.load(fh)                 # numba's version
+                    got, overloads = pickle.loads(fh.read())
+            except Exception:                       # unreadable: numba recompiles too
+                continue
+            if stamp is not None and got != stamp:
+                continue
+            for key in overloads:
+                yield key[0]
+
+
+def _is_config(t, C) -> bool:
+    return getattr(t, "instance_class", None) is type(C)
+
+
+def cache_is_cold(C=None, sharing: str | None = None, L=_ANY) -> bool:
+    """True when numba's cache lacks the compiled loop a run needs (it compiles first).
+
+    ``C``: the run's :class:`~ccmod.kernel.state.Config` (each sharing rule compiles its
+    loop on its own first run), and ``L`` its logs (None when it records nothing: the
+    loop's entry compiles once with logs and once without, see
+    :func:`ccmod.kernel.loop.run_loop`); or ``sharing`` (any entry of that rule); neither:
+    any compiled loop at all.
+    """
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return False
+    if C is None and sharing is not None:
+        from ccmod.kernel.state import config
+        C = config(1 if sharing == "maxmin" else 0, *([0] * 7))
+    try:
+        for sig in _cached_signatures("run_entry"):
+            if C is not None and not _is_config(sig[0], C):
+                continue
+            if L is not _ANY and (L is None) != (str(sig[2]) == "none"):
+                continue
+            return False
+    except Exception:           # numba's cache layout changed: say nothing is cached
+        return True
     return True
 
 
+def _loop_is_cached(C) -> bool:
+    """Whether the loop below the entries is compiled in the cache for ``C``'s rule (a
+    cold entry then compiles in seconds)."""
+    try:
+        return any(_is_config(sig[0], C) for sig in _cached_signatures("_loop_entry"))
+    except Exception:
+        return False
+
+
 @contextmanager
-def compiling(C):
-    """Around a run's first call of the loop (config ``C``): when numba will compile it (a
-    cold cache), say "compiling kernels (first run only)" on a terminal, once per process,
-    and pause Python's cyclic garbage collector meanwhile.
+def compiling(C, L=_ANY):
+    """Around a run's first call of the loop (config ``C``, logs ``L``): when numba will
+    compile it (a cold cache), say "compiling kernels (first run only: ...)" with roughly
+    how long on a terminal, and pause Python's cyclic garbage collector meanwhile.
 
     numba's compiler makes millions of objects, and each of the collector's full passes
     walks all of them (and every module loaded): 5-6 s of a first run's CPU here. The
     cycles the compiler leaves are freed by one collection at the end.
     """
-    global _noticed
-    cold = cache_is_cold(C)
+    cold = _compiled_here(C, L) is False and cache_is_cold(C, L=L)
     try:
-        if cold and not _noticed and sys.stderr.isatty():
-            _noticed = True
-            print("compiling kernels (first run only)", file=sys.stderr, flush=True)
+        if cold and sys.stderr.isatty():
+            how_long = _COMPILE_ENTRY if _loop_is_cached(C) else _COMPILE_FULL
+            print(f"compiling kernels (first run only: {how_long})", file=sys.stderr,
+                  flush=True)
     except (OSError, ValueError):
         pass
     paused = cold and gc.isenabled()
@@ -123,6 +163,18 @@ def compiling(C):
         if paused:
             gc.enable()
             gc.collect()
+
+
+def _compiled_here(C, L) -> bool:
+    """Whether this process already compiled or loaded the loop's entry for ``C``, ``L``
+    (then nothing to say, and no need to look at the cache)."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1" or "ccmod.kernel.loop" not in sys.modules:
+        return False
+    from ccmod.kernel.loop import run_entry
+    for sig in run_entry.signatures:
+        if _is_config(sig[0], C) and (L is _ANY or (L is None) == (str(sig[2]) == "none")):
+            return True
+    return False
 
 
 def __getattr__(name):

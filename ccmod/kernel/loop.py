@@ -34,13 +34,12 @@ each buffer as its data pointer alone (:mod:`ccmod.kernel.rawbuf`).
 """
 from __future__ import annotations
 
-from ccmod.kernel.compiled import (at_f, at_i, borrow, bg_steps, leaf, msg_in, msg_st,
+from ccmod.kernel.compiled import (at_f, at_i, bg_steps, leaf, msg_in, msg_st,
                                    program_view, rank_st, scalars, timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_pop, timer_set
 from ccmod.kernel.rawbuf import prefetch, raw
-from ccmod.kernel.record import log_state, sig as _sig
-from ccmod.kernel.state import Logs
+from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_NRET, K_RECORDS,
@@ -388,34 +387,24 @@ def run_loop(C, P, L, I, F):
 
     Returns True when every event was processed; False when ``C.max_events`` horizons
     passed or a rank is starved (``I[K.ks + K_STARVED]`` = rank + 1, see above).
-
-    Two compiled entries, chosen here in Python so that numba compiles only the one a run
-    needs: a first run pays one copy of the loop, not both (about half the cold compile).
     """
-    if not C.record and not C.signals:
-        return run_quiet(C, P, I, F)
-    return run_recorded(C, P, L, I, F)
+    return run_entry(C, P, L, I, F)
 
 
 @njit(cache=True)
-def run_quiet(C, P, I, F):
-    """:func:`run_loop` when nothing is recorded."""
-    return _loop_quiet(C, program_view(P), raw(I), raw(F))
-
-
-@njit(cache=True)
-def run_recorded(C, P, L, I, F):
-    """:func:`run_loop` when rank states, loads or signals are recorded."""
-    L = Logs(borrow(L.states), borrow(L.load), borrow(L.sig))
-    return _loop(C, program_view(P), L, raw(I), raw(F))
+def run_entry(C, P, L, I, F):
+    """:func:`run_loop` compiled: one loop whether or not the run records
+    (``C.record``, ``C.signals``), so a first run compiles it once for both."""
+    return _loop_entry(C, program_view(P), logs_view(L), raw(I), raw(F))
 
 
 @leaf
-def _loop_quiet(C, P, I, F):
-    """The loop when nothing is recorded: ``L`` None, and (compiled from a leaf) every
-    function below without numba's reference counting, which otherwise costs a call per
-    array argument at each entry and exit of each non-leaf function (~2x slower)."""
-    return _loop(C, P, None, I, F)
+def _loop_entry(C, P, L, I, F):
+    """The loop entered from a leaf: every function below compiled without numba's
+    reference counting, which otherwise costs a call per array argument at each entry and
+    exit of each function (~2x slower); the logs are appended to through their addresses
+    (:func:`ccmod.kernel.record.logs_view`)."""
+    return _loop(C, P, L, I, F)
 
 
 @njit(cache=True)

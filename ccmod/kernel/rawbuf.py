@@ -12,7 +12,7 @@ the kernel's offsets are never negative.
 indexed ``b[i]`` / ``b[i] = v`` / ``b[i] += v`` by a plain load or store at ``i``
 (no wraparound, no bounds check: numba checks no bounds by default either). Everything
 else about the code stays the same. The loop takes its raw views when it is entered
-(:func:`ccmod.kernel.loop.run_quiet`); the buffers live, held by the caller, for the
+(:func:`ccmod.kernel.loop.run_entry`); the buffers live, held by the caller, for the
 whole call. Under ``NUMBA_DISABLE_JIT=1`` :func:`raw` is the identity: the same code
 indexes the numpy arrays.
 """

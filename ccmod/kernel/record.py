@@ -6,10 +6,13 @@ the debug sink's text (the article's otrdeb format) only here, when written.
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
-from numba.extending import overload
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 from numba.typed import List
 
+from ccmod.kernel.state import Logs
 from ccmod.kernel.compiled import kernel_jit  # (and numba's BLAS check without scipy.linalg)
 from ccmod.kernel.codes import (SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
                                 SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END, SG_UPPR_PROC,
@@ -30,9 +33,69 @@ def empty_logs():
     return st, ld, sg
 
 
-# -- appends from the loop: ``L`` is the Logs, or None when nothing is recorded ----------
-# (the loop is then compiled a second time with ``L`` None and no reference counting at
-# all, see :func:`ccmod.kernel.loop.run_loop`: these appends type to nothing there)
+# -- appends from the loop ---------------------------------------------------------------
+# ``L`` is the Logs (typed lists); compiled, the loop sees it through :func:`logs_view`:
+# each list as the address of its C list, appended to by numba's C function directly, so
+# that the loop needs no reference counting (numba's own ``append`` requires it, and its
+# calls to ``NRT_incref``/``NRT_decref`` at each entry and exit of every function given a
+# list or array cost the loop ~2x). One compiled loop then serves runs that record and
+# runs that do not (``C.record``/``C.signals`` false: nothing appended). ``L`` None (the
+# facade) appends nothing.
+ST_ROW = types.Tuple((types.int64, types.int64, types.float64, types.float64))
+LD_ROW = types.Tuple((types.float64, types.int64, types.int64))
+SG_ROW = types.Tuple((types.float64, types.int64, types.int64, types.int64, types.int64,
+                      types.int64, types.float64))
+
+
+def logs_view(L):
+    """``L`` as the compiled loop appends to it (see above); as Python, ``L`` itself."""
+    return L
+
+
+@intrinsic
+def _list_addr(typingctx, lst):
+    if not isinstance(lst, types.ListType):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0]).data
+        return builder.ptrtoint(data, ir.IntType(64))
+    return types.int64(lst), codegen
+
+
+@overload(logs_view)
+def _logs_view(L):
+    if isinstance(L, types.BaseTuple) and all(isinstance(t, types.ListType) for t in L.types):
+        for t, want in zip(L.types, (ST_ROW, LD_ROW, SG_ROW)):
+            if t.item_type != want:
+                raise TypeError(f"log rows must be {want}, not {t.item_type}")
+        return lambda L: Logs(_list_addr(L.states), _list_addr(L.load), _list_addr(L.sig))
+    if isinstance(L, types.NoneType):       # a run that records nothing has no logs
+        return lambda L: Logs(0, 0, 0)
+    return None
+
+
+def _appender(row_ty):
+    @intrinsic
+    def append(typingctx, addr, row):
+        """numba_list_append(list at ``addr``, row cast to the list's item type): 0 if done."""
+        if not isinstance(addr, types.Integer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            fnty = ir.FunctionType(ir.IntType(32), [cgutils.voidptr_t, cgutils.voidptr_t])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_list_append")
+            data = context.data_model_manager[row_ty].as_data(builder, args[1])
+            ptr = cgutils.alloca_once_value(builder, data)
+            lp = builder.inttoptr(args[0], cgutils.voidptr_t)
+            return builder.call(fn, [lp, builder.bitcast(ptr, cgutils.voidptr_t)])
+        return types.int32(types.int64, row_ty), codegen
+    return append
+
+
+_append_st, _append_ld, _append_sg = _appender(ST_ROW), _appender(LD_ROW), _appender(SG_ROW)
+
+
 def log_sig(L, row):
     """Append a signal row to ``L.sig`` (nothing when ``L`` is None)."""
     if L is not None:
@@ -55,6 +118,21 @@ def _log_impl(field):
     def impl(L, row):
         if isinstance(L, types.NoneType):
             return lambda L, row: None
+        if isinstance(L, types.BaseTuple) and isinstance(L.types[0], types.Integer):
+            # addresses (logs_view): numba's C append, no reference counts
+            if field == "sig":
+                def f(L, row):
+                    if _append_sg(L.sig, row) != 0:
+                        raise MemoryError("cannot grow the signal log")
+            elif field == "states":
+                def f(L, row):
+                    if _append_st(L.states, row) != 0:
+                        raise MemoryError("cannot grow the rank-state log")
+            else:
+                def f(L, row):
+                    if _append_ld(L.load, row) != 0:
+                        raise MemoryError("cannot grow the contention log")
+            return f
         if field == "sig":
             return lambda L, row: L.sig.append(row)
         if field == "states":
