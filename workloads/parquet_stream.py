@@ -112,6 +112,7 @@ class ParquetRecordSource:
         # per reader: rank -> (group index, its decoded columns)
         self._cur = {k: [None] * self.nranks for k in READER_COLUMNS}
         self.groups_read = 0
+        self.rank_pairs = None     # set by survey()
         from ccmod.workloads.tabular import stream_group_rows
         self._batch_rows = stream_group_rows(self.nranks)
 
@@ -223,8 +224,11 @@ class ParquetRecordSource:
         Attributes set: ``sends`` and ``am_requests`` per rank (message numbering),
         ``op_counts_total`` per op code and ``compute_total_s`` (the summary's notes),
         ``rank_pairs`` (sorted ``src * nranks + dst`` of every message, replies too).
+        A second call returns at once.
         """
         from ccmod.codes import OP_AMREQUEST, OP_COMPUTE, OP_ISEND, OP_NAMES, OP_SEND
+        if self.rank_pairs is not None:
+            return self             # surveyed already (the --bounds reruns)
         n = self.nranks
         self.sends = np.zeros(n, np.int64)
         self.am_requests = np.zeros(n, np.int64)
