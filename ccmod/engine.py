@@ -68,16 +68,53 @@ _SHARED_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "
                   ("flow_cap_Bps", "flow_cap"), ("nbytes", "nbytes"), ("route_ptr", "route_ptr"))
 
 
-def _share_inputs(msgs, views):
-    """Point ``msgs``' fields at the kernel's read-only copies of them (``views``, numpy
-    views of the arena) when they are the same dtype: one copy of each in memory, not two.
-    The kernel never writes its message inputs; the views are made read-only to keep it so.
+def _detach_inputs(msgs, arena):
+    """Take from ``msgs`` the fields the arena holds exact copies of (same dtype and
+    shape): the arena's list of inputs is then their only holder, so each is freed as soon
+    as it is copied in (never two copies at the peak). Returns their names, for
+    :func:`_share_inputs`. ``msgs`` lacks them until then."""
+    from ccmod.kernel.state import MsgIn
+    spec = arena.spec[MsgIn]
+    out = []
+    for name, field in _SHARED_INPUTS:
+        a = getattr(msgs, name, None)
+        kind, _, n, _ = spec[field]
+        if isinstance(a, np.ndarray) and a.shape == (n,) and \
+                a.dtype == (np.int64 if kind == "i" else np.float64):
+            setattr(msgs, name, None)
+            out.append(name)
+    return out
+
+
+def _share_inputs(msgs, views, names):
+    """Point ``msgs``' fields ``names`` at the kernel's read-only copies of them
+    (``views``, numpy views of the arena): one copy of each in memory, not two. The kernel
+    never writes its message inputs; the views are made read-only to keep it so.
     """
     for name, field in _SHARED_INPUTS:
-        a, v = getattr(msgs, name, None), getattr(views, field)
-        if isinstance(a, np.ndarray) and a.dtype == v.dtype and a.shape == v.shape:
+        if name in names:
+            v = getattr(views, field)
             v.flags.writeable = False
             setattr(msgs, name, v)
+
+
+def release_free_heap():
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
+    elsewhere). Arrays below glibc's mmap threshold (up to 32 MB) are freed into the heap,
+    which stays resident: the reader's and the matching's temporaries otherwise sit under
+    the kernel's state for the whole run (~60-100 bytes per record of peak RSS)."""
+    global _trim
+    if _trim is None:
+        try:
+            import ctypes
+            _trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
+
+
+_trim = None
 
 
 class Engine:
@@ -277,10 +314,14 @@ class Engine:
                               # at most one per slot under streaming
                               "flow_cap": None if self.slots is not None
                               else self.m.flow_cap_Bps} if code == 1 else {}))
+        # whole program: MsgIn is per message, so Messages can share the arena's copy
+        shared = _detach_inputs(self.m, A) if self.slots is None else ()
+        del fields, rp, rr               # the arena's inputs: held by it alone
+        release_free_heap()
         self.I, self.F = A.alloc()
-        if self.slots is None:
-            # whole program: MsgIn is per message, so Messages can share the arena's copy
-            _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F))
+        if shared:
+            _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)
+        release_free_heap()              # the inputs just copied in
         # numpy views of the same state, for Python (results, diagnostics)
         self.Mv = A.views(ks.MsgIn, self.I, self.F)
         self.R = A.views(ks.RankSt, self.I, self.F)

@@ -157,29 +157,55 @@ class Network:
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         cap = self.resource_capacity_Bps()
         lat = np.concatenate([self.latency_s.reshape(-1), np.zeros(cap.size - 2 * self.nlinks)])
-        nodes = self.node_resources
         indptr = np.zeros(len(pairs) + 1, dtype=np.int64)
-        res_list: list[int] = []
+        if len(pairs) and self.node_resources is None and _has_route_rows(self):
+            resources = self._route_rows_table(pairs, indptr)
+        else:
+            resources = self._route_table(pairs, indptr)
+        hops = np.diff(indptr)
+        # per route: latency summed, capacity's minimum (one numpy pass, not one per pair)
         lat_out = np.zeros(len(pairs))
         bw_out = np.full(len(pairs), np.inf)
-        for k, (s, d) in enumerate(pairs):
-            s, d = int(s), int(d)
+        some = hops > 0
+        if some.any():
+            lat_out[some] = np.add.reduceat(lat[resources], indptr[:-1][some])
+            bw_out[some] = np.minimum.reduceat(cap[resources], indptr[:-1][some])
+            # numpy sums 8 or more terms pairwise, reduceat in order: the same bits only
+            # for shorter routes, so longer ones are summed as before
+            for k in np.flatnonzero(hops >= 8).tolist():
+                lat_out[k] = lat[resources[indptr[k]:indptr[k + 1]]].sum()
+        return RouteTable(pairs=pairs, indptr=indptr, resources=resources,
+                          latency_s=lat_out, bandwidth_Bps=bw_out, hops=hops.astype(np.int32))
+
+    def _route_table(self, pairs, indptr):
+        """Resources of each pair's route, pair by pair (:meth:`route`); fills ``indptr``."""
+        nodes = self.node_resources
+        res_list: list[int] = []
+        for k, (s, d) in enumerate(pairs.tolist()):
             if not (0 <= s < self.nnodes and 0 <= d < self.nnodes):
-                raise CcmodInputError(f"node {max(s, d)} is outside network '{self.name}' "
-                                      f"with {self.nnodes} nodes", source="--network",
-                                      hint="use a bigger network (nodes=...) or --map")
+                raise self._outside(s, d)
             rs = [2 * link + direction for link, direction in self.route(s, d)] if s != d else []
             if nodes is not None:
                 rs = nodes.extend_route(s, d, rs)
             res_list.extend(rs)
-            if rs:
-                lat_out[k] = lat[rs].sum()
-                bw_out[k] = cap[rs].min()
             indptr[k + 1] = len(res_list)
-        return RouteTable(pairs=pairs, indptr=indptr,
-                          resources=np.asarray(res_list, dtype=np.int32),
-                          latency_s=lat_out, bandwidth_Bps=bw_out,
-                          hops=np.diff(indptr).astype(np.int32))
+        return np.asarray(res_list, dtype=np.int32)
+
+    def _route_rows_table(self, pairs, indptr):
+        """The same from :meth:`route_rows` (every pair at once); fills ``indptr``."""
+        s, d = pairs[:, 0], pairs[:, 1]
+        bad = np.flatnonzero((s < 0) | (s >= self.nnodes) | (d < 0) | (d >= self.nnodes))
+        if bad.size:
+            raise self._outside(int(s[bad[0]]), int(d[bad[0]]))
+        rows = np.asarray(self.route_rows(s, d), np.int64)
+        net = s != d                       # a node to itself: no route
+        np.cumsum(np.where(net, rows.shape[1], 0), out=indptr[1:])
+        return rows[net].reshape(-1).astype(np.int32)
+
+    def _outside(self, s, d):
+        return CcmodInputError(f"node {max(s, d)} is outside network '{self.name}' "
+                               f"with {self.nnodes} nodes", source="--network",
+                               hint="use a bigger network (nodes=...) or --map")
 
     def describe(self) -> dict:
         """Parameters and derived facts, for summaries and JSON output."""
@@ -190,3 +216,16 @@ class Network:
             d["node_resources"] = {"duplex": nr.duplex, "intra": nr.intra,
                                    "nic": nr.n_nic, "copy": nr.n_copy}
         return d
+
+
+def _has_route_rows(net) -> bool:
+    """True when ``net`` answers :meth:`route` for many pairs at once (``route_rows``,
+    integer resource ids ``2 * link + direction``, one row per pair, the same number of
+    hops for every pair) and both are defined by the same class (a subclass that changes
+    ``route`` alone is asked pair by pair)."""
+    cls = type(net)
+    rows = getattr(cls, "route_rows", None)
+    if rows is None:
+        return False
+    owner = lambda name: next(c for c in cls.__mro__ if name in c.__dict__)  # noqa: E731
+    return owner("route_rows") is owner("route")

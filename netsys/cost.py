@@ -66,8 +66,11 @@ class CostModel:
         every network message; intra-node messages get none (their cost is the intra model).
         """
         z = np.zeros(np.shape(nbytes))
-        o_s = z + float(getattr(self, "o_send_s", 0.0) or 0.0)
-        o_r = z + float(getattr(self, "o_recv_s", 0.0) or 0.0)
+        o_send = float(getattr(self, "o_send_s", 0.0) or 0.0)
+        o_recv = float(getattr(self, "o_recv_s", 0.0) or 0.0)
+        if o_send == 0 and o_recv == 0:
+            return z, np.zeros(np.shape(nbytes))     # the values below, without the passes
+        o_s, o_r = z + o_send, z + o_recv
         if same_node is not None:
             same = np.asarray(same_node, bool)
             o_s, o_r = np.where(same, 0.0, o_s), np.where(same, 0.0, o_r)

@@ -156,6 +156,11 @@ class Star(BuiltNetwork):
     def route(self, src: int, dst: int) -> list[tuple[int, int]]:
         return [(int(src), 0), (int(dst), 1)]
 
+    def route_rows(self, src, dst) -> np.ndarray:
+        """:meth:`route` of many pairs at once, as resource ids ``2 * link + direction``."""
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        return np.stack([2 * src, 2 * dst + 1], 1)
+
 
 @NETWORKS.register()
 class Bus(BuiltNetwork):

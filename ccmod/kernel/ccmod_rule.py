@@ -466,6 +466,19 @@ def cc_next_time(I, F):
 
 
 @leaf
+def _sorted(S, I, F, o, n):
+    """Is group heap ``g_item[o:o + n]`` in ascending (finish mark, order key) order?"""
+    for i in range(1, n):
+        a = I[S.g_item + o + i - 1]
+        b = I[S.g_item + o + i]
+        va = F[S.vfin + a]
+        vb = F[S.vfin + b]
+        if va > vb or (va == vb and I[S.okey + a] > I[S.okey + b]):
+            return False
+    return True
+
+
+@leaf
 def cc_pop_due(I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
     (in a deterministic order), their bottleneck to ``I[bott_out + m]``. Returns how
@@ -482,6 +495,17 @@ def cc_pop_due(I, F, t, bott_out):
         # rounding of the virtual clock only: relative to its magnitude, so a long busy
         # period does not merge completions that are really apart
         tol = 16 * 2.2e-16 * abs(vt)
+        n = I[S.g_len + r]
+        if n > 8 and F[S.vfin + I[S.g_item + o + n - 1]] <= vt + tol and _sorted(S, I, F, o, n):
+            # the whole group is due and its heap is a sorted array (members that joined
+            # together, finishing together: an incast): take them in that order, the
+            # order popping gives, without n sifts through the heap
+            for i in range(n):
+                m2 = I[S.g_item + o + i]
+                I[S.g_pos + m2] = -1
+                I[S.done + nd + i] = m2
+            nd += n
+            I[S.g_len + r] = 0
         first = True
         while I[S.g_len + r] > 0:
             m2 = I[S.g_item + o]

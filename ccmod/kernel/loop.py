@@ -29,7 +29,8 @@ holds a reference and a slot whose last one drops goes to ``MsgSt.ret``
 The loop can stop after ``max_events`` horizons and be called again (progress reports):
 all its state lives in the arrays it is given: two buffers, ``I`` (int64) and ``F``
 (float64), and named tuples of offsets into them (:mod:`ccmod.kernel.state`), so that a
-call costs a few reference counts, not one per field.
+call costs a few reference counts, not one per field; compiled, the loop's functions see
+each buffer as its data pointer alone (:mod:`ccmod.kernel.rawbuf`).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from ccmod.kernel.compiled import (at_f, at_i, borrow, bg_steps, leaf, msg_in, m
                                    program_view, rank_st, scalars, timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_pop, timer_set
+from ccmod.kernel.rawbuf import raw
 from ccmod.kernel.record import log_state, sig as _sig
 from ccmod.kernel.state import Logs
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
@@ -392,14 +394,14 @@ def run_loop(C, P, L, I, F):
 @njit(cache=True)
 def run_quiet(C, P, I, F):
     """:func:`run_loop` when nothing is recorded."""
-    return _loop_quiet(C, program_view(P), borrow(I), borrow(F))
+    return _loop_quiet(C, program_view(P), raw(I), raw(F))
 
 
 @njit(cache=True)
 def run_recorded(C, P, L, I, F):
     """:func:`run_loop` when rank states, loads or signals are recorded."""
     L = Logs(borrow(L.states), borrow(L.load), borrow(L.sig))
-    return _loop(C, program_view(P), L, borrow(I), borrow(F))
+    return _loop(C, program_view(P), L, raw(I), raw(F))
 
 
 @leaf

@@ -151,6 +151,7 @@ class Arena:
         while inits:
             # popped: an input no one else holds is freed as soon as it is copied in
             kind, off, n, init = inits.pop()
+            init = _constant(init, kind)
             # the buffers are zeros already: a zero fill would only touch pages (time, and
             # resident memory for scratch fields the kernel may never reach)
             if n and not (np.isscalar(init) and init == 0):
@@ -169,6 +170,26 @@ class Arena:
             v = (I if kind == "i" else F)[off:off + n]
             out.append(v.reshape(shape) if shape is not None else v)
         return cls(*out)
+
+
+def _constant(init, kind):
+    """``init``, or its one value when an array holds nothing else (as the buffer's type,
+    bit for bit): a constant input is filled, a zero one (overheads, handler times, kinds
+    of a trace without them) not even that, so its pages are never touched."""
+    if not isinstance(init, np.ndarray) or init.ndim != 1 or init.size < 2:
+        return init
+    x0 = init[0]
+    if (init[:64] != x0).any() or init[-1] != x0:
+        return init                  # most inputs: told apart by their first values
+    if kind == "f":
+        a = init.astype(np.float64, copy=False)
+        bits = a.view(np.int64)      # floats by their bits: -0.0 is not 0.0
+        if (bits != bits[0]).any() or (a[0] == 0 and bits[0] != 0):
+            return init
+        return a[0]
+    if (init != x0).any():
+        return init
+    return np.int64(x0)
 
 
 def new_logs():

@@ -1,0 +1,93 @@
+"""The state buffers as the compiled loop sees them: one pointer each, plain loads and stores.
+
+The loop's whole state is two buffers, ``I`` (int64) and ``F`` (float64) (see
+:mod:`ccmod.kernel.state`), passed to every kernel function. As numba arrays each is a
+seven-word struct (meminfo, parent, size, item size, data, shape, strides) that numba
+passes as seven separate arguments: a call such as ``heap_push(I, F, ...)`` pushed ~20
+words on the stack, and most kernel functions are a few loads and stores. Each indexing
+also corrected negative indices (``I[-1]``: a shift, a mask and an add per access), though
+the kernel's offsets are never negative.
+
+:func:`raw` gives the buffer as a :class:`RawBuf`: its data pointer alone (one register),
+indexed ``b[i]`` / ``b[i] = v`` / ``b[i] += v`` by a plain load or store at ``i``
+(no wraparound, no bounds check: numba checks no bounds by default either). Everything
+else about the code stays the same. The loop takes its raw views when it is entered
+(:func:`ccmod.kernel.loop.run_quiet`); the buffers live, held by the caller, for the
+whole call. Under ``NUMBA_DISABLE_JIT=1`` :func:`raw` is the identity: the same code
+indexes the numpy arrays.
+"""
+from __future__ import annotations
+
+import operator
+
+from llvmlite import ir
+from numba import types
+from numba.core.imputils import lower_builtin
+from numba.core.typing.templates import AbstractTemplate, infer_global, signature
+from numba.extending import intrinsic, models, overload, register_model
+
+
+class RawBuf(types.Type):
+    """numba type of a buffer seen through its data pointer (element type ``dtype``)."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        super().__init__(name=f"RawBuf({dtype})")
+
+
+@register_model(RawBuf)
+class _RawBufModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, ir.PointerType(dmm.lookup(fe_type.dtype).get_value_type()))
+
+
+def raw(a):
+    """``a`` itself; compiled, its data pointer as a :class:`RawBuf` (see above)."""
+    return a
+
+
+@intrinsic
+def _raw(typingctx, a):
+    if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return context.make_array(a)(context, builder, value=args[0]).data
+    return RawBuf(a.dtype)(a), codegen
+
+
+@overload(raw)
+def _raw_impl(a):
+    if isinstance(a, types.Array):
+        return lambda a: _raw(a)
+    return None
+
+
+# -- indexing: typed once for any integer index (cast to intp, literal or not), lowered to
+# one getelementptr and a load or store inline (no function per call, nothing to compile)
+@infer_global(operator.getitem)
+class _GetItem(AbstractTemplate):
+    def generic(self, args, kws):
+        if len(args) == 2 and isinstance(args[0], RawBuf) and isinstance(args[1], types.Integer):
+            return signature(args[0].dtype, args[0], types.intp)
+        return None
+
+
+@infer_global(operator.setitem)
+class _SetItem(AbstractTemplate):
+    def generic(self, args, kws):
+        if len(args) == 3 and isinstance(args[0], RawBuf) and isinstance(args[1], types.Integer):
+            return signature(types.none, args[0], types.intp, args[0].dtype)
+        return None
+
+
+@lower_builtin(operator.getitem, RawBuf, types.intp)
+def _getitem(context, builder, sig, args):
+    return builder.load(builder.gep(args[0], [args[1]]))
+
+
+@lower_builtin(operator.setitem, RawBuf, types.intp, types.Any)
+def _setitem(context, builder, sig, args):
+    builder.store(args[2], builder.gep(args[0], [args[1]]))
+    return context.get_dummy_value()
+
