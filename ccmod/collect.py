@@ -30,9 +30,13 @@ def link_intervals(load_t, load_res, load_count, t_end: float):
 def _whole_quiet(msgs):
     """Quiet time including the CPU overheads the kernel charged to the ranks (as measured)."""
     q = msgs.quiet_s
-    for o in (getattr(msgs, "o_send_s", None), getattr(msgs, "o_recv_s", None)):
-        if o is not None and len(o) == len(q):
-            q = q + o
+    os_ = [o for o in (getattr(msgs, "o_send_s", None), getattr(msgs, "o_recv_s", None))
+           if o is not None and len(o) == len(q)]
+    if os_ and not any(o.any() for o in os_) and not np.signbit(q).any():
+        # no overheads: q + 0.0 is q (its own values; -0.0 alone would become 0.0)
+        return np.asarray(q)
+    for o in os_:
+        q = q + o
     return q
 
 
@@ -44,6 +48,15 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
 
     w = engine.w
     M = len(msgs.nbytes)
+    # per-resource message and byte counts first: their per-hop temporaries are freed
+    # before the message table's columns are made, which then reuse that memory
+    nres = network.nresources
+    res = msgs.route_res
+    n_msgs = np.bincount(res, minlength=nres)
+    # each route entry weighs its message's bytes (fewer per-hop temporaries than indexing)
+    n_bytes = np.bincount(res, weights=np.repeat(msgs.nbytes.astype(np.float64),
+                                                 np.diff(msgs.route_ptr)), minlength=nres)
+    del res
     t_post = np.minimum(np.asarray(engine.t_post_send), np.asarray(engine.t_post_recv)) if M \
         else np.zeros(0)
     t_start = np.asarray(engine.t_start, float)
@@ -67,14 +80,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "hops": msgs.hops})
     makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
     ranks = ranks_table(engine, w.nranks, node_of_rank)
-    # per-resource summary: messages and bytes from routes, contention from the change log
-    nres = network.nresources
-    res = msgs.route_res
-    n_msgs = np.bincount(res, minlength=nres)
-    # each route entry weighs its message's bytes (fewer per-hop temporaries than indexing)
-    n_bytes = np.bincount(res, weights=np.repeat(msgs.nbytes.astype(np.float64),
-                                                 np.diff(msgs.route_ptr)), minlength=nres)
-    del res
+    # per-resource summary: messages and bytes (above), contention from the change log
     lt, lres, lcount = engine.load if engine.record else (np.zeros(0), np.zeros(0, np.int32),
                                                            np.zeros(0, np.int32))
     lr, lt0, lt1, lc = link_intervals(lt, lres, lcount, makespan)

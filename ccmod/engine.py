@@ -245,7 +245,9 @@ class Engine:
         self._bg = (np.asarray(bg_t_s, np.float64)[order], bg_res, bg_load)
         self._net = (int(nresources), capacity_Bps, bgr, node_of_rank, gap, nnodes)
         self._eager, self._unshared = eager, unshared
-        self.L = ks.new_logs()
+        # a run that records nothing (and is not streamed: its pauses drain the logs) has
+        # no logs: their compiled constructor is not even loaded (~0.06 s of a first run)
+        self.L = ks.new_logs() if record or signals or window_records is not None else None
         self.slots = None
         if self.feed is not None:
             from ccmod.kernel.slots import MessageInputs, Slots
@@ -290,6 +292,7 @@ class Engine:
                 eager=("i", S, self._eager), route_ptr=("i", S + 1, rp),
                 route_res=("i", len(rr), rr), route_end=("+", "route_ptr", 1, S),
                 okey=("i", S, np.arange(S, dtype=np.int64)))
+            self._eager = self._unshared = None    # in the arena's inputs from here on
         self.Min = A.struct(ks.MsgIn, node_of_rank=("i", len(node_of_rank), node_of_rank),
                             gap_s=("f", len(gap), gap), **fields)
         self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
@@ -318,7 +321,7 @@ class Engine:
         shared = _detach_inputs(self.m, A) if self.slots is None else ()
         del fields, rp, rr               # the arena's inputs: held by it alone
         release_free_heap()
-        self.I, self.F = A.alloc()
+        self.I, self.F = A.alloc(release_free_heap)
         if shared:
             _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)
         release_free_heap()              # the inputs just copied in
@@ -376,7 +379,8 @@ class Engine:
         if unfinished.size:
             raise DeadlockError(t, [self._blocked_desc(int(r)) for r in unfinished])
         makespan = float(finish.max()) if len(finish) else 0.0
-        go_end(self.C, self.L, t, makespan)
+        if self.C.signals:
+            go_end(self.C, self.L, t, makespan)      # the last signal; nothing else
         self._finish_arrays()
         return makespan
 

@@ -142,21 +142,29 @@ class Arena:
         kind, off, n, _ = self.spec[cls][name]
         return ("=", kind, off, n)
 
-    def alloc(self):
-        """The buffers, initialised: ``(I, F)``."""
+    def alloc(self, release=None):
+        """The buffers, initialised: ``(I, F)``. ``release()``, if given, is called each
+        time inputs of 32 MB in all have been let go (the engine gives the C heap's free
+        pages back: freed inputs would otherwise stay resident under the new buffers)."""
         bufs = {"i": np.zeros(max(self.size["i"], 1), np.int64),
                 "f": np.zeros(max(self.size["f"], 1), np.float64)}
         inits, self.inits = self.inits, []
         inits.reverse()
+        dropped = 0
         while inits:
             # popped: an input no one else holds is freed as soon as it is copied in
             kind, off, n, init = inits.pop()
+            size = init.nbytes if isinstance(init, np.ndarray) else 0
             init = _constant(init, kind)
             # the buffers are zeros already: a zero fill would only touch pages (time, and
             # resident memory for scratch fields the kernel may never reach)
             if n and not (np.isscalar(init) and init == 0):
                 bufs[kind][off:off + n] = init
             del init
+            dropped += size
+            if release is not None and dropped >= 32 << 20:
+                release()
+                dropped = 0
         return bufs["i"], bufs["f"]
 
     def views(self, cls, I, F):
