@@ -121,6 +121,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s,
                             intra_bandwidth_Bps, charge_overheads=True)
     info["notes"] = run_notes(w, p, msgs.notes)
+    # the matched records' indices: only compile_messages' own errors read them (16 bytes
+    # per message less under the kernel's state)
+    msgs.send_rec = msgs.recv_rec = None
     cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 

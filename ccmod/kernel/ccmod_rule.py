@@ -13,7 +13,10 @@ progress at the same rate ``share[l]``; the group keeps one virtual clock (``v_a
 costs O(hops + log A) instead of touching every active message. Bottleneck changes are
 found lazily, once per event horizon (:func:`cc_flush`), through *pairs* ``(r, b)``: the
 route entries at resource ``r`` of the members of group ``b`` (``b != r``), one pair per
-distinct ``(r, b)``, held in ``r``'s list and in ``b``'s heap keyed by ``share[r]``. A
+distinct ``(r, b)``, held in ``r``'s list and in ``b``'s heap keyed by ``share[r]`` (equal
+keys in no particular order: the heap is only ever walked down to a key, never popped, and
+what the walk finds is sorted; its "tie" is ``pb``, the same ``b`` for all, so a pair
+joining or leaving among equal keys, as the senders of an incast do, sifts nowhere). A
 member of ``b`` must move exactly when some pair of ``b`` has ``r`` binding before ``b``
 (lower share, ties to the lower id), so after the shares of an instant changed:
 
@@ -37,7 +40,7 @@ import numpy as np
 
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.state import CcState
-from ccmod.kernel.heaps import (heap_push, heap_remove, iheap_push, iheap_remove,
+from ccmod.kernel.heaps import (heap_push, heap_remove, heap_update, iheap_push, iheap_remove,
                                 iheap_update, resource_segments, sort_ids, sort_keyed)
 
 INF = np.inf
@@ -175,7 +178,7 @@ def _pair_key(S, I, F, r, check):
     while p >= 0:
         b = I[S.pb + p]
         F[S.pkey + p] = s
-        iheap_update(I, F, S.ph_item, S.ph_pos, S.pkey, I[S.ph_seg + b], S.ph_len, b, p)
+        heap_update(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
         if check:
             _mark(I, S.chk_f, S.chk_l, S.si, N_CHK, b)
         p = I[S.rnext + p]
@@ -204,7 +207,7 @@ def _others_add(S, I, F, e, b):
             I[S.rprev + h] = p
         I[S.rp_head + r] = p
         F[S.pkey + p] = F[S.share + r]
-        iheap_push(I, F, S.ph_item, S.ph_pos, S.pkey, I[S.ph_seg + b], S.ph_len, b, p)
+        heap_push(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
     h = I[S.phead + p]
     I[S.e_next + e] = h
     I[S.e_prev + e] = -1
@@ -243,7 +246,7 @@ def _others_del(S, I, F, e):
             I[S.rp_head + r] = rn
         if rn >= 0:
             I[S.rprev + rn] = rv
-        iheap_remove(I, F, S.ph_item, S.ph_pos, S.pkey, I[S.ph_seg + b], S.ph_len, b, p)
+        heap_remove(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
         n = I[S.si + N_PF]
         I[S.pfree + n] = p
         I[S.si + N_PF] = n + 1
@@ -357,11 +360,19 @@ def _touch(I, F, r, t):
 @leaf
 def cc_flush(I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
-    S = cc_state(I)
-    si = S.si
+    si = cc_state(I).si
     if I[si + N_NEW] == 0 and I[si + N_DEC] == 0 and I[si + N_INC] == 0:
         if I[si + N_TCH] == 0:
             return
+    # (the work in a function of its own: compiled as one, its ~40 offsets were loaded
+    # from the header before this test, at every call, most of which have nothing to do)
+    _flush(I, F)
+
+
+@leaf
+def _flush(I, F):
+    S = cc_state(I)
+    si = S.si
     t = F[S.sf]
     # a changed share on r re-keys r's pairs; a lower one may attract members of the
     # pairs' groups, a higher share[b] may let members of b leave: check those groups

@@ -38,7 +38,7 @@ from ccmod.kernel.compiled import (at_f, at_i, borrow, bg_steps, leaf, msg_in, m
                                    program_view, rank_st, scalars, timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_pop, timer_set
-from ccmod.kernel.rawbuf import raw
+from ccmod.kernel.rawbuf import prefetch, raw
 from ccmod.kernel.record import log_state, sig as _sig
 from ccmod.kernel.state import Logs
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
@@ -371,6 +371,12 @@ def _drain(C, P, L, I, F, t):
         h = I[K.ks + K_RHEAD]
         r = I[R.ready + h % cap]
         I[K.ks + K_RHEAD] = h + 1
+        if h + 2 < I[K.ks + K_RTAIL]:
+            # the rank two places on: with many ranks its next record is rarely in cache
+            # any more (one line per rank, reused once a round), fetch it while these run
+            pc2 = I[R.pc + I[R.ready + (h + 2) % cap]]
+            prefetch(P.op, pc2)
+            prefetch(P.rec_msg, pc2)
         if _unblock(C, L, I, F, r, t):
             _advance(C, P, L, I, F, r, t)
             if I[K.ks + K_STARVED] != 0:

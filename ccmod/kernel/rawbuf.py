@@ -22,6 +22,7 @@ import operator
 
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.core.imputils import lower_builtin
 from numba.core.typing.templates import AbstractTemplate, infer_global, signature
 from numba.extending import intrinsic, models, overload, register_model
@@ -91,3 +92,36 @@ def _setitem(context, builder, sig, args):
     builder.store(args[2], builder.gep(args[0], [args[1]]))
     return context.get_dummy_value()
 
+
+
+# -- prefetching ------------------------------------------------------------------------------
+def prefetch(addr, i):
+    """Ask the CPU to fetch element ``i`` of the int64 array at data address ``addr`` (a
+    :func:`ccmod.kernel.compiled.program_view` field) into cache; nothing as plain Python."""
+    return None
+
+
+@intrinsic
+def _prefetch(typingctx, addr, i):
+    if not (isinstance(addr, types.Integer) and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        i8p = ir.IntType(8).as_pointer()
+        ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+        k = context.cast(builder, args[1], sig.args[1], types.int64)
+        p = builder.bitcast(builder.gep(ptr, [k]), i8p)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32),
+                                                            ir.IntType(32)]), "llvm.prefetch.p0i8")
+        i32 = ir.IntType(32)
+        builder.call(fn, [p, i32(0), i32(3), i32(1)])     # read, keep, data cache
+        return context.get_dummy_value()
+    return types.none(addr, i), codegen
+
+
+@overload(prefetch)
+def _prefetch_impl(addr, i):
+    if isinstance(addr, types.Integer):
+        return lambda addr, i: _prefetch(addr, i)
+    return lambda addr, i: None
