@@ -83,7 +83,17 @@ def check_routes(net, pairs, max_hops: int | None = None) -> None:
         if len(ends) != nl:
             raise CcmodInputError(f"network '{name}' gives endpoints for {len(ends)} of its "
                                   f"{nl} links", source="--network")
-    for s, d in np.asarray(pairs, dtype=np.int64).reshape(-1, 2):
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    rows_bad = False
+    if chain and len(pairs) and getattr(net, "node_resources", None) is None:
+        from ccmod.netsys.base import _has_route_rows
+        if _has_route_rows(net):
+            bad = _first_bad_row(net, pairs, ends, nl)
+            if bad is None:
+                return                 # every pair's route checked at once
+            pairs = pairs[bad:bad + 1]   # the hop by hop check below says what is wrong
+            rows_bad = True
+    for s, d in pairs:
         s, d = int(s), int(d)
         if max_hops is not None and followed >= max_hops:
             break
@@ -111,6 +121,26 @@ def check_routes(net, pairs, max_hops: int | None = None) -> None:
         if chain and at != d:
             raise CcmodInputError(f"network '{name}': the route {s}->{d} ends at "
                                   f"{_vname(net, at)}, not at node {d}", source="--network")
+        if rows_bad:                   # route() is right where route_rows() is not
+            raise CcmodInputError(f"network '{name}': route_rows and route disagree on "
+                                  f"{s}->{d}", source="--network")
+
+
+def _first_bad_row(net, pairs, ends, nl):
+    """The index of the first pair whose route (from ``net.route_rows``, every pair at
+    once) fails a check of :func:`check_routes`, or None when all pass."""
+    s, d = pairs[:, 0], pairs[:, 1]
+    rows = np.asarray(net.route_rows(s, d), np.int64).reshape(len(pairs), -1)
+    if rows.shape[1] == 0:
+        return 0
+    link, direction = rows >> 1, rows & 1
+    ok = (link >= 0) & (link < nl)
+    a, b = ends[np.where(ok, link, 0), 0], ends[np.where(ok, link, 0), 1]
+    frm, to = np.where(direction == 0, a, b), np.where(direction == 0, b, a)
+    good = ok.all(1) & (frm[:, 0] == s) & (to[:, -1] == d) & \
+        (frm[:, 1:] == to[:, :-1]).all(1)
+    bad = np.flatnonzero(~good)
+    return int(bad[0]) if bad.size else None
 
 
 def _vname(net, v: int) -> str:
