@@ -347,6 +347,7 @@ class Engine:
         ks_ = self.K.ks
         with compiling(self.C, self.L):   # the first call compiles, if the cache is cold
             done = run_loop(*args)
+        resume = None
         while not done:
             if ks_[K_STARVED]:
                 # a rank consumed its window: load its next records (taking the retired
@@ -360,7 +361,12 @@ class Engine:
                 self.progress(int(ks_[K_RECORDS]))
             if self.on_pause is not None:
                 self.on_pause(self)
-            done = run_loop(*args)
+            if resume is None:
+                # the compiled entry, typed once: not numba's typing of the tuple arguments
+                # at every resume (kernel/window.py)
+                from ccmod.kernel.window import resumer
+                resume = resumer(args)
+            done = resume(*args)
         if self.on_pause is not None:
             self.on_pause(self)
         t = float(self.K.kf[0])

@@ -176,8 +176,9 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
         writer = StreamedRunWriter(out_dir, src.nranks)
 
     def make_engine(level, main=True):
-        s_ = stream_inputs(src if main else open_stream_source(trace, opts.fmt,
-                                                                 opts.compute_scale), p, opts)
+        # the --bounds reruns read the same source again from the start: its survey is
+        # kept (not a second pass per bound), its readers only cache decoded batches
+        s_ = stream_inputs(src, p, opts)
         return Engine(None, None, net.nresources, cap, level, sharing=opts.sharing,
                       send_mode=opts.send_mode, eager_limit_bytes=int(p.eager_limit_bytes),
                       record=main and writer is not None, signals=False,

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from ccmod.api import run
 from ccmod.workloads import read_workload
 from ccmod.workloads.measured import TracedTime
@@ -63,13 +62,12 @@ def test_run_reports_measured_next_to_predicted(tmp_path):
     assert s["predicted_makespan_s"] == r.makespan_s
     assert s["makespan_ratio"] == pytest.approx(r.makespan_s / 160e-9)
     assert "not replayed" in s["leaves_out"]
-    res = subprocess.run([sys.executable, "-m", "ccmod", "run", str(p)], capture_output=True,
-                         text=True, cwd=ROOT, timeout=120)
+    # the command as a user runs it, in this process (conftest.run_cli)
+    res = run_cli("run", p)
     assert res.returncode == 0, res.stderr
     assert "measured " in res.stdout and "predicted " in res.stdout
     assert "not predicted" in res.stdout
-    res = subprocess.run([sys.executable, "-m", "ccmod", "run", str(p), "--json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    res = run_cli("run", p, "--json")
     assert json.loads(res.stdout)["measured"]["window_s"] == pytest.approx(160e-9)
 
 

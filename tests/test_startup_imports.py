@@ -20,32 +20,54 @@ ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("pandas", "pyarrow", "bokeh", "matplotlib", "scipy.linalg")
 
 _PROBE = """
-import json, sys
+import atexit, gc, json, sys
+# registered first, so it runs last: after the command's own exit handlers. It says which
+# heavy modules the process imported (by then, everything the command did is done) and
+# whether the heap was frozen for the exit
+atexit.register(lambda: print(json.dumps({"heavy": [m for m in %r if m in sys.modules],
+                                          "frozen": gc.get_freeze_count() > 0}),
+                              file=sys.stderr))
 from ccmod.cli import main
-try:
-    main(sys.argv[1:])
-except SystemExit as exc:
-    code = exc.code
+as_command = sys.argv[1] == "command"
+sys.argv = ["ccmod", *sys.argv[2:]]
+if as_command:
+    main()                  # as the `ccmod` command and `python -m ccmod` call it
 else:
-    code = 0
-print(json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules]}), file=sys.stderr)
+    main(sys.argv[1:])
 """ % (HEAVY,)
 
 
-def _heavy_after(*argv):
+def _probe(*argv, as_command=False):
+    """Run ``ccmod ARGV`` in a fresh interpreter: (exit code, heavy modules imported, heap
+    frozen at exit, stdout)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True,
-                       cwd=ROOT, env=env, timeout=600)
+    p = subprocess.run([sys.executable, "-c", _PROBE, "command" if as_command else "call",
+                        *argv], capture_output=True, text=True, cwd=ROOT, env=env,
+                       timeout=600)
     got = json.loads(p.stderr.strip().splitlines()[-1])
-    assert got["code"] in (0, None), p.stderr[-2000:]
-    return got["heavy"], p.stdout
+    return p.returncode, got["heavy"], got["frozen"], p.stdout
 
 
-@pytest.mark.parametrize("extra", [[], ["--json"]])
-def test_run_imports_no_table_or_plot_library(extra):
-    heavy, out = _heavy_after("run", "traces/stencil16.ti", "--network", "myrinet16", *extra)
+def _heavy_after(*argv):
+    code, heavy, _, out = _probe(*argv)
+    assert code == 0, out
+    return heavy, out
+
+
+# One fresh interpreter per way of calling the command, each checking both what it imports
+# and how it exits: the command's way (`ccmod run ... --json`, as the console script calls
+# main()) and the API's (main(argv), human summary).
+@pytest.mark.parametrize("as_command,extra", [(True, ["--json"]), (False, [])],
+                         ids=["command-json", "main-argv"])
+def test_run_imports_no_table_or_plot_library(as_command, extra):
+    code, heavy, frozen, out = _probe("run", "traces/stencil16.ti", "--network", "myrinet16",
+                                      *extra, as_command=as_command)
+    assert code == 0, out
     assert heavy == []
     assert "makespan" in out          # the run really happened
+    # the `ccmod` command ends its process: it freezes the heap at exit instead of letting
+    # the interpreter walk it; main(argv) called from Python (tests, notebooks) does not
+    assert frozen is as_command
 
 
 def test_help_imports_nothing_heavy():
@@ -94,28 +116,3 @@ def test_numba_still_finds_the_blas_without_scipy_linalg():
     assert not got["stand_in_left"]
     if got["scipy"]:
         assert got["dot"] == 5.0
-
-
-_EXIT_PROBE = """
-import atexit, gc, sys
-# registered first, so it runs last: after the command's own exit handlers
-atexit.register(lambda: print("frozen", gc.get_freeze_count() > 0, file=sys.stderr))
-from ccmod.cli import main
-sys.argv = ["ccmod", "run", "traces/pingpong.ti", "--json"]
-if %s:
-    main()                  # as the `ccmod` command and `python -m ccmod` call it
-else:
-    main(sys.argv[1:])
-"""
-
-
-@pytest.mark.parametrize("as_command", [True, False])
-def test_only_the_command_skips_the_final_collection(as_command):
-    # the `ccmod` command ends its process: it freezes the heap at exit instead of letting
-    # the interpreter walk it; main(argv) called from Python (tests, notebooks) does not
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-c", _EXIT_PROBE % as_command], capture_output=True,
-                       text=True, cwd=ROOT, env=env, timeout=600)
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert "makespan" in p.stdout          # the run really happened
-    assert p.stderr.strip().splitlines()[-1] == f"frozen {as_command}"

@@ -111,6 +111,36 @@ def test_cli_stream_json_equals_in_memory(tmp_path):
     assert ja == jb
 
 
+def test_streamed_bounds_equal_in_memory(tmp_path, monkeypatch):
+    """--bounds under --stream: the best/avg/worst reruns give the in-memory run's
+    makespans, bit for bit, and the trace is surveyed once (the reruns read the same
+    source again, not a second survey per bound)."""
+    w = _exchange_with_waits(12)
+    p = write_parquet(w, tmp_path / "b.parquet", row_group_size=8)
+    surveys = []
+    real = ParquetRecordSource._group
+
+    def count(self, i, cols, j=None):
+        if tuple(cols) == ("op", "peer", "duration_s"):
+            surveys.append(i)
+        return real(self, i, cols, j)
+    monkeypatch.setattr(ParquetRecordSource, "_group", count)
+    for sharing in ("ccmod", "maxmin"):
+        kw = dict(sharing=sharing, background=0.25, bounds=True)
+        mem = run(p, NET, **kw)
+        surveys.clear()
+        st = run_streamed(p, NET, window=3, **kw)
+        assert st.makespan_s.hex() == mem.makespan_s.hex()
+        assert st.bounds == mem.bounds, sharing
+        assert st.bounds["best"] < st.bounds["worst"]
+        assert sorted(surveys) == sorted(set(surveys)) and surveys[0] == 0
+    a = run_cli("run", p, "--background", "0.25", "--bounds", "--json")
+    b = run_cli("run", p, "--stream", "--window", "5", "--background", "0.25", "--bounds",
+                "--json")
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    assert json.loads(a.stdout)["bounds"] == json.loads(b.stdout)["bounds"]
+
+
 def _one_line(res, *needles):
     assert res.returncode == 2, res.stderr + res.stdout
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]

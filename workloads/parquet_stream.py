@@ -112,13 +112,19 @@ class ParquetRecordSource:
         # per reader: rank -> (group index, its decoded columns)
         self._cur = {k: [None] * self.nranks for k in READER_COLUMNS}
         self.groups_read = 0
+        self.rank_pairs = None     # set by survey()
+        from ccmod.workloads.tabular import stream_group_rows
+        self._batch_rows = stream_group_rows(self.nranks)
 
     # -- reading ----------------------------------------------------------------------
-    def _group(self, i: int, cols) -> dict:
-        """Decode row group i's ``cols`` (validated; compact dtypes)."""
+    def _group(self, i: int, cols, j: int | None = None) -> dict:
+        """Decode row groups ``[i, j)`` (default: group i alone) of one rank, columns
+        ``cols`` (validated; compact dtypes)."""
         import pyarrow as pa
+        j = i + 1 if j is None else j
         try:
-            t = self.pf.read_row_group(i, columns=list(cols))
+            t = self.pf.read_row_groups(list(range(i, j)), columns=list(cols),
+                                        use_threads=False)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise CcmodInputError(f"cannot read row group {i}: {str(exc)[:100]}",
                                   source=self.path, hint="is the file truncated or corrupt?")
@@ -128,7 +134,7 @@ class ParquetRecordSource:
             if col.null_count:
                 raise CcmodInputError(f"null values in column '{c}'", source=self.path)
             out[c] = col.to_numpy()
-        self.groups_read += 1
+        self.groups_read += j - i
         g0 = int(self.group_start[i])
         op = out["op"]
         bad = np.flatnonzero((op < 0) | (op > 8))
@@ -142,35 +148,62 @@ class ParquetRecordSource:
                                   f"0..{self.nranks - 1}", source=f, line=ln)
         return out
 
+    def _batch(self, r: int, g: int, reader: str):
+        """The decoded batch ``(g_lo, g_hi, columns)`` of rank r holding record g.
+
+        A batch is the group holding g and the rank's following groups while their rows
+        stay within one full-size group (:func:`stream_group_rows`): a file written with
+        small groups is not read one small group per call, and memory stays one group's
+        worth per rank and reader. The other reader's batch is taken when it holds g
+        (every reader decodes the ``load`` columns): the matcher's look-ahead and the
+        kernel's windows read a rank's records in the same order, so each group is
+        decoded about once.
+        """
+        for other in (reader, "scan" if reader == "load" else "load"):
+            b = self._cur[other][r]
+            if b is not None and b[0] <= g < b[1]:
+                self._cur[reader][r] = b
+                return b
+        gs = self.group_start
+        i = int(np.searchsorted(gs, g, side="right")) - 1
+        j = i + 1
+        last = int(np.searchsorted(gs, self.rank_ptr[r + 1], side="left"))
+        while j < last and gs[j + 1] - gs[i] <= self._batch_rows:
+            j += 1
+        data = self._group(i, READER_COLUMNS["load"], j)
+        for c, dt in (("duration_s", np.float64),):
+            data[c] = data[c].astype(dt) * self.compute_scale if self.compute_scale != 1.0 \
+                else data[c].astype(dt)
+        for c in ("op", "peer", "tag", "nbytes", "req"):
+            data[c] = data[c].astype(np.int64)
+        b = (int(gs[i]), int(gs[j]), data)
+        self._cur[reader][r] = b
+        return b
+
     def read(self, r: int, g0: int, g1: int, reader: str = "load") -> dict:
         """Columns of rank r's records ``[g0, g1)`` (global indices, int64 / float64).
 
-        Each reader keeps the group it is in, so reading a rank's records in order decodes
-        each of its groups once.
+        Each reader keeps the batch of groups it is in (:meth:`_batch`), so reading a
+        rank's records in order decodes each of its groups once.
         """
         cols = READER_COLUMNS[reader]
-        cur = self._cur[reader]
-        parts = {c: [] for c in cols}
-        g = int(g0)
-        while g < g1:
-            i = int(np.searchsorted(self.group_start, g, side="right")) - 1
-            if cur[r] is None or cur[r][0] != i:
-                cur[r] = (i, self._group(i, cols))
-            data = cur[r][1]
-            a = g - int(self.group_start[i])
-            b = min(int(g1), int(self.group_start[i + 1])) - int(self.group_start[i])
-            for c in cols:
-                parts[c].append(data[c][a:b])
-            g += b - a
-            if g == self.group_start[i + 1]:
-                cur[r] = None      # the rank is past this group: let it go
-        out = {}
-        for c in cols:
-            dt = _DTYPE.get(c, np.int64)
-            out[c] = (np.concatenate(parts[c]).astype(dt) if parts[c]
-                      else np.zeros(0, dt))
-        if "duration_s" in out and self.compute_scale != 1.0:
-            out["duration_s"] *= self.compute_scale
+        g, g1 = int(g0), int(g1)
+        if g >= g1:
+            return {c: np.zeros(0, _DTYPE.get(c, np.int64)) for c in cols}
+        lo, hi, data = self._batch(r, g, reader)
+        if g1 <= hi:
+            out = {c: data[c][g - lo:g1 - lo] for c in cols}
+        else:
+            parts = {c: [] for c in cols}
+            while g < g1:
+                lo, hi, data = self._batch(r, g, reader)
+                b = min(g1, hi)
+                for c in cols:
+                    parts[c].append(data[c][g - lo:b - lo])
+                g = b
+            out = {c: np.concatenate(parts[c]) for c in cols}
+        if g1 >= hi:
+            self._cur[reader][r] = None      # the rank is past this batch: let it go
         return out
 
     def op_counts(self, ops) -> np.ndarray:
@@ -184,27 +217,40 @@ class ParquetRecordSource:
         return out
 
     def survey(self):
-        """One pass over the ``op``, ``peer`` and ``duration_s`` columns, group by group:
+        """One pass over the ``op``, ``peer`` and ``duration_s`` columns, batch by batch:
         what a streamed run needs before its first window (sizes: per rank or per op, and
         the distinct rank pairs that exchange messages). Sets and returns ``self``.
 
         Attributes set: ``sends`` and ``am_requests`` per rank (message numbering),
         ``op_counts_total`` per op code and ``compute_total_s`` (the summary's notes),
         ``rank_pairs`` (sorted ``src * nranks + dst`` of every message, replies too).
+        A second call returns at once.
         """
         from ccmod.codes import OP_AMREQUEST, OP_COMPUTE, OP_ISEND, OP_NAMES, OP_SEND
+        if self.rank_pairs is not None:
+            return self             # surveyed already (the --bounds reruns)
         n = self.nranks
         self.sends = np.zeros(n, np.int64)
         self.am_requests = np.zeros(n, np.int64)
         self.op_counts_total = np.zeros(len(OP_NAMES), np.int64)
         from ccmod.workloads.units import ExactSum
         comp = ExactSum()
-        pairs = np.zeros(0, np.int64)
-        for i in range(len(self.group_rank)):
-            if self.group_start[i + 1] == self.group_start[i]:
-                continue
-            t = self._group(i, ("op", "peer", "duration_s"))
+        # distinct pairs: a dense bitmap over rank pairs when small, else sorted chunks
+        dense = np.zeros(n * n if n * n <= (1 << 22) else 0, np.bool_)
+        chunks = []
+        gs, ng = self.group_start, len(self.group_rank)
+        i = 0
+        while i < ng:
             r = int(self.group_rank[i])
+            j = i + 1               # a batch: the rank's next groups within one group's rows
+            while (j < ng and self.group_rank[j] == r
+                   and gs[j + 1] - gs[i] <= self._batch_rows):
+                j += 1
+            if gs[j] == gs[i]:
+                i = j
+                continue
+            t = self._group(i, ("op", "peer", "duration_s"), j)
+            i = j
             op = t["op"].astype(np.int64)
             peer = t["peer"].astype(np.int64)
             self.op_counts_total += np.bincount(op, minlength=len(OP_NAMES))[:len(OP_NAMES)]
@@ -220,9 +266,17 @@ class ParquetRecordSource:
             p = p[(p >= 0) & (p < n)]            # bad peers are reported when loaded
             pa = peer[am]
             pa = pa[(pa >= 0) & (pa < n)]
-            keys = np.unique(np.concatenate([r * n + p, pa * n + r]))
-            if len(keys):
-                pairs = np.union1d(pairs, keys)
+            keys = np.concatenate([r * n + p, pa * n + r])
+            if len(dense):
+                dense[keys] = True
+            elif len(keys):
+                chunks.append(np.unique(keys))
+                if len(chunks) > 64:
+                    chunks = [np.unique(np.concatenate(chunks))]
+        if len(dense):
+            pairs = np.flatnonzero(dense).astype(np.int64)
+        else:
+            pairs = np.unique(np.concatenate(chunks)) if chunks else np.zeros(0, np.int64)
         self.compute_total_s = comp.value()
         self.rank_pairs = pairs
         return self

@@ -245,6 +245,11 @@ class Slots:
         """Lay the engine's state out again (more slots and/or larger segments)."""
         eng = self.eng
         if S_new is not None:
+            # the resources' segments grow with the slots, in proportion to what crosses
+            # them now (a segment entry is 8 bytes, a slot ~500): the windows that fill
+            # the new slots then seldom need a lay-out of their own for a segment
+            live = max(self.nlive, 1)
+            self.seg_cap = np.maximum(self.seg_cap, -(-2 * self.cross * S_new // live))
             self._more_slots(S_new)
         old = (eng._arena, eng.I, eng.F)
         eng._layout(self.S, self.seg_cap, self._pair_cap())
@@ -306,10 +311,11 @@ class Slots:
             Mv.nbytes[ns].astype(np.float64), hops), minlength=self.R)[:self.R]
         over = self.cross > self.seg_cap
         if over.any():
-            # every resource past half its segment grows with the ones that overflow, to
-            # twice what it holds: one lay-out for many resources, not one per resource
-            grow = 2 * self.cross > self.seg_cap
-            self.seg_cap[grow] = np.maximum(2 * self.cross[grow], 2 * self.seg_cap[grow])
+            # every resource past a quarter of its segment grows with the ones that
+            # overflow, to four times what it holds: one lay-out for many resources, not
+            # one per resource (entries are 8 bytes: the lay-outs cost, not the room)
+            grow = 4 * self.cross > self.seg_cap
+            self.seg_cap[grow] = np.maximum(4 * self.cross[grow], 2 * self.seg_cap[grow])
             self._grow()
 
     def drain(self):

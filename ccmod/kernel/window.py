@@ -273,3 +273,31 @@ class WindowFeed:
     def record_of(self, r: int, pc: int) -> int:
         """The trace record at window position ``pc`` of rank r."""
         return int(self.base[r] + (pc - r * self.stride))
+
+
+def resumer(args):
+    """What resumes the loop (:func:`ccmod.kernel.loop.run_loop`) with ``args`` = ``(C, P,
+    L, I, F)``: the compiled entry of its specialisation for these argument types.
+
+    A windowed run resumes the loop once per window refill. Called through numba's
+    dispatcher, every call types the named-tuple arguments again (``C``, ``P``, ``L``: tens
+    of microseconds, as much as a small refill itself); the entry point skips that typing.
+    Every resume passes arguments of the same types (the program, state buffers and logs
+    are rebuilt or grown with the same dtypes, never retyped). Without the JIT
+    (``NUMBA_DISABLE_JIT=1``) it is the plain function.
+    """
+    from ccmod.kernel.loop import run_loop, run_quiet, run_recorded
+    C = args[0]
+    quiet = not C.record and not C.signals
+    disp = run_quiet if quiet else run_recorded
+    call_args = (args[0], args[1], args[3], args[4]) if quiet else tuple(args)
+    overloads = getattr(disp, "overloads", None)
+    if not overloads:
+        return run_loop
+    cres = overloads.get(tuple(disp.typeof_pyval(a) for a in call_args))
+    if cres is None:
+        return run_loop
+    entry = cres.entry_point
+    if quiet:
+        return lambda C, P, L, I, F: entry(C, P, I, F)
+    return entry
