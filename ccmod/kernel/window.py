@@ -286,18 +286,11 @@ def resumer(args):
     are rebuilt or grown with the same dtypes, never retyped). Without the JIT
     (``NUMBA_DISABLE_JIT=1``) it is the plain function.
     """
-    from ccmod.kernel.loop import run_loop, run_quiet, run_recorded
-    C = args[0]
-    quiet = not C.record and not C.signals
-    disp = run_quiet if quiet else run_recorded
-    call_args = (args[0], args[1], args[3], args[4]) if quiet else tuple(args)
-    overloads = getattr(disp, "overloads", None)
+    from ccmod.kernel.loop import run_entry, run_loop
+    overloads = getattr(run_entry, "overloads", None)
     if not overloads:
         return run_loop
-    cres = overloads.get(tuple(disp.typeof_pyval(a) for a in call_args))
+    cres = overloads.get(tuple(run_entry.typeof_pyval(a) for a in args))
     if cres is None:
         return run_loop
-    entry = cres.entry_point
-    if quiet:
-        return lambda C, P, L, I, F: entry(C, P, I, F)
-    return entry
+    return cres.entry_point
