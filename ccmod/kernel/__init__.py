@@ -77,10 +77,9 @@ def _cached_signatures(name: str):
         stamp = _hash_source_file(str(src), st.st_mtime, st.st_size)
     except (ImportError, TypeError, OSError):
         stamp = None
-    dirs = [here / "__pycache__"]
+    # numba caches in NUMBA_CACHE_DIR when it is set, else beside the sources
     base = os.environ.get("NUMBA_CACHE_DIR")
-    if base:
-        dirs.insert(0, Path(base))
+    dirs = [Path(base)] if base else [here / "__pycache__"]
     for d in dirs:
         if not d.is_dir():
             continue
