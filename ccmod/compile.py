@@ -370,12 +370,9 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
         intra = np.zeros(M, np.bool_)     # the same values as above, without the passes
     o_send, o_recv = (np.asarray(a, float) for a in cost.overheads_s(nbytes, same)) if M else (
         np.zeros(0), np.zeros(0))
-    if charge_overheads and M and not (o_send.any() or o_recv.any()) and \
-            np.all(latency >= 0):
-        # no overheads: nothing leaves the quiet time (the general case below would
-        # subtract +0.0 and scale by 0.0, the same values)
-        o_send, o_recv = np.zeros(M), np.zeros(M)
-    elif charge_overheads and M:
+    # without overheads (and no negative latency) nothing leaves the quiet time: the
+    # general case would subtract +0.0 and scale by 0.0, the same values, in six passes
+    if charge_overheads and M and (o_send.any() or o_recv.any() or not np.all(latency >= 0)):
         # inside a node the overhead is part of the intra-node latency (cost model's
         # intra.o_send_s: one pair's per-message time when messages follow each other)
         o_tot = np.minimum(o_send + o_recv, latency)

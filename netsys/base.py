@@ -158,7 +158,7 @@ class Network:
         cap = self.resource_capacity_Bps()
         lat = np.concatenate([self.latency_s.reshape(-1), np.zeros(cap.size - 2 * self.nlinks)])
         indptr = np.zeros(len(pairs) + 1, dtype=np.int64)
-        if len(pairs) and self.node_resources is None and _has_route_rows(self):
+        if len(pairs) and self.node_resources is None and has_route_rows(self):
             resources = self._route_rows_table(pairs, indptr)
         else:
             resources = self._route_table(pairs, indptr)
@@ -218,7 +218,7 @@ class Network:
         return d
 
 
-def _has_route_rows(net) -> bool:
+def has_route_rows(net) -> bool:
     """True when ``net`` answers :meth:`route` for many pairs at once (``route_rows``,
     integer resource ids ``2 * link + direction``, one row per pair, the same number of
     hops for every pair) and both are defined by the same class (a subclass that changes

@@ -86,8 +86,8 @@ def check_routes(net, pairs, max_hops: int | None = None) -> None:
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     rows_bad = False
     if chain and len(pairs) and getattr(net, "node_resources", None) is None:
-        from ccmod.netsys.base import _has_route_rows
-        if _has_route_rows(net):
+        from ccmod.netsys.base import has_route_rows
+        if has_route_rows(net):
             bad = _first_bad_row(net, pairs, ends, nl)
             if bad is None:
                 return                 # every pair's route checked at once

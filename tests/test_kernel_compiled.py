@@ -37,12 +37,6 @@ def test_arena_views_and_head_agree():
     assert msg_st(I) == G and scalars(I) == K
 
 
-def test_borrow_is_identity_for_python_callers():
-    from ccmod.kernel.compiled import borrow
-    a = np.arange(4)
-    assert borrow(a) is a
-
-
 def test_one_compiled_loop_serves_recorded_and_quiet_runs():
     """A run that records and one that does not share the compiled loop (only the entry
     differs, logs or none): a first run compiles the loop once for both kinds of run."""

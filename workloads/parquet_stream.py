@@ -166,10 +166,7 @@ class ParquetRecordSource:
                 return b
         gs = self.group_start
         i = int(np.searchsorted(gs, g, side="right")) - 1
-        j = i + 1
-        last = int(np.searchsorted(gs, self.rank_ptr[r + 1], side="left"))
-        while j < last and gs[j + 1] - gs[i] <= self._batch_rows:
-            j += 1
+        j = self._batch_end(i)
         data = self._group(i, READER_COLUMNS["load"], j)
         for c, dt in (("duration_s", np.float64),):
             data[c] = data[c].astype(dt) * self.compute_scale if self.compute_scale != 1.0 \
@@ -179,6 +176,15 @@ class ParquetRecordSource:
         b = (int(gs[i]), int(gs[j]), data)
         self._cur[reader][r] = b
         return b
+
+    def _batch_end(self, i: int) -> int:
+        """The end (exclusive) of the batch starting at group i: the groups of i's rank
+        that follow it while their rows stay within one full-size group."""
+        gs, gr, ng = self.group_start, self.group_rank, len(self.group_rank)
+        j = i + 1
+        while j < ng and gr[j] == gr[i] and gs[j + 1] - gs[i] <= self._batch_rows:
+            j += 1
+        return j
 
     def read(self, r: int, g0: int, g1: int, reader: str = "load") -> dict:
         """Columns of rank r's records ``[g0, g1)`` (global indices, int64 / float64).
@@ -242,10 +248,7 @@ class ParquetRecordSource:
         i = 0
         while i < ng:
             r = int(self.group_rank[i])
-            j = i + 1               # a batch: the rank's next groups within one group's rows
-            while (j < ng and self.group_rank[j] == r
-                   and gs[j + 1] - gs[i] <= self._batch_rows):
-                j += 1
+            j = self._batch_end(i)
             if gs[j] == gs[i]:
                 i = j
                 continue

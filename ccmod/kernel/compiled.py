@@ -9,9 +9,9 @@ whole call:
 * :data:`leaf` compiles a function without reference counting at all (``_nrt=False``):
   for functions that only index arrays (no allocation, no typed list, nor anything they
   call: numba compiles the callees of such a function the same way);
-* :func:`borrow` gives a view of an array (or typed list) that carries no reference count
-  (no meminfo), so passing it on costs nothing: the loop borrows its buffers and
-  logs once when it is entered, and sees the program through :func:`program_view`.
+* the loop's entry passes its buffers on as raw data pointers (:mod:`ccmod.kernel.rawbuf`),
+  its logs as their C lists' addresses (:func:`ccmod.kernel.record.logs_view`) and the
+  program through :func:`program_view`: nothing below it carries a reference count.
 
 Arguments are copied on every call (a named tuple of 45 offsets is 45 pushes): functions
 take the buffers and read the offsets they need from the head of ``I``
@@ -78,37 +78,6 @@ def kernel_jit(func=None, *, cache=True, inline="never", _nrt=True):
 
 
 leaf = njit(cache=True, _nrt=False)
-
-
-def borrow(a):
-    """``a`` itself, seen by compiled code as a view without a reference count."""
-    return a
-
-
-@intrinsic
-def _borrow(typingctx, a):
-    if isinstance(a, types.Array):
-        def codegen(context, builder, sig, args):
-            ary = context.make_array(a)(context, builder, value=args[0])
-            ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-            ary.parent = cgutils.get_null_value(ary.parent.type)
-            return ary._getvalue()
-    elif isinstance(a, types.ListType):
-        def codegen(context, builder, sig, args):
-            # a typed list is (meminfo, pointer to the C list): appends use the pointer
-            lst = cgutils.create_struct_proxy(a)(context, builder, value=args[0])
-            lst.meminfo = cgutils.get_null_value(lst.meminfo.type)
-            return lst._getvalue()
-    else:
-        return None
-    return a(a), codegen
-
-
-@overload(borrow)
-def _borrow_impl(a):
-    if isinstance(a, (types.Array, types.ListType)):
-        return lambda a: _borrow(a)
-    return None
 
 
 # -- the program seen through raw addresses --------------------------------------------------
