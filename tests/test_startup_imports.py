@@ -21,12 +21,26 @@ HEAVY = ("pandas", "pyarrow", "bokeh", "matplotlib", "scipy.linalg")
 
 _PROBE = """
 import atexit, gc, json, sys
+import numba.core.caching as nc
+compiled = []                 # numba saves every function it compiles to its cache
+_save = nc.Cache.save_overload
+nc.Cache.save_overload = lambda self, sig, data: (compiled.append(1), _save(self, sig, data))
+
+
+def report():
+    from numba.core.base import builtin_registry
+    from numba.core.registry import cpu_target
+    print(json.dumps({"heavy": [m for m in %r if m in sys.modules],
+                      "frozen": gc.get_freeze_count() > 0, "compiled": len(compiled),
+                      "refreshed": builtin_registry in cpu_target.target_context._registries,
+                      "arraymath": "numba.np.arraymath" in sys.modules}), file=sys.stderr)
+
+
 # registered first, so it runs last: after the command's own exit handlers. It says which
-# heavy modules the process imported (by then, everything the command did is done) and
-# whether the heap was frozen for the exit
-atexit.register(lambda: print(json.dumps({"heavy": [m for m in %r if m in sys.modules],
-                                          "frozen": gc.get_freeze_count() > 0}),
-                              file=sys.stderr))
+# heavy modules the process imported (by then, everything the command did is done),
+# whether the heap was frozen for the exit, and whether numba compiled anything or loaded
+# its registries
+atexit.register(report)
 from ccmod.cli import main
 as_command = sys.argv[1] == "command"
 sys.argv = ["ccmod", *sys.argv[2:]]
@@ -37,14 +51,16 @@ else:
 """ % (HEAVY,)
 
 
-def _probe(*argv, as_command=False):
+def _probe(*argv, as_command=False, numba_state=None):
     """Run ``ccmod ARGV`` in a fresh interpreter: (exit code, heavy modules imported, heap
-    frozen at exit, stdout)."""
+    frozen at exit, stdout); ``numba_state`` (a dict) gets what numba did."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.run([sys.executable, "-c", _PROBE, "command" if as_command else "call",
                         *argv], capture_output=True, text=True, cwd=ROOT, env=env,
                        timeout=600)
     got = json.loads(p.stderr.strip().splitlines()[-1])
+    if numba_state is not None:
+        numba_state.update((k, got[k]) for k in ("compiled", "refreshed", "arraymath"))
     return p.returncode, got["heavy"], got["frozen"], p.stdout
 
 
@@ -60,10 +76,15 @@ def _heavy_after(*argv):
 @pytest.mark.parametrize("as_command,extra", [(True, ["--json"]), (False, [])],
                          ids=["command-json", "main-argv"])
 def test_run_imports_no_table_or_plot_library(as_command, extra):
+    nb = {}
     code, heavy, frozen, out = _probe("run", "traces/stencil16.ti", "--network", "myrinet16",
-                                      *extra, as_command=as_command)
+                                      *extra, as_command=as_command, numba_state=nb)
     assert code == 0, out
     assert heavy == []
+    if not nb["compiled"]:
+        # kernels loaded from the cache: numba's registries (a refresh imports some forty
+        # numba modules, ~0.1 s) are not loaded, and neither is its BLAS check's module
+        assert not nb["refreshed"] and not nb["arraymath"], nb
     assert "makespan" in out          # the run really happened
     # the `ccmod` command ends its process: it freezes the heap at exit instead of letting
     # the interpreter walk it; main(argv) called from Python (tests, notebooks) does not
@@ -92,12 +113,16 @@ def test_tables_still_come_as_dataframes():
 _BLAS_PROBE = """
 import importlib.util, json, sys
 import ccmod.kernel.compiled
+lazy = "numba.np.arraymath" not in sys.modules    # only needed when something compiles
+from numba.core.registry import cpu_target
+cpu_target.target_context.refresh()               # what numba's first compile does
 import numba.np.arraymath as am
 stand_in_left = "scipy.linalg.cython_blas" in sys.modules
 from numba import njit
 import numpy as np
 dot = njit(lambda a, b: np.dot(a, b))
-print(json.dumps({"have_blas": am._HAVE_BLAS, "stand_in_left": stand_in_left,
+print(json.dumps({"have_blas": am._HAVE_BLAS, "stand_in_left": stand_in_left, "lazy": lazy,
+                  "linalg": "scipy.linalg" in sys.modules,
                   "scipy": importlib.util.find_spec("scipy") is not None,
                   "dot": float(dot(np.arange(3.0), np.arange(3.0)))}))
 """
@@ -113,6 +138,7 @@ def test_numba_still_finds_the_blas_without_scipy_linalg():
     assert p.returncode == 0, p.stderr[-2000:]
     got = json.loads(p.stdout.strip().splitlines()[-1])
     assert got["have_blas"] == got["scipy"]
+    assert got["lazy"] and not got["linalg"]
     assert not got["stand_in_left"]
     if got["scipy"]:
         assert got["dot"] == 5.0

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from ccmod.jit import blas_check_without_scipy_linalg
+from ccmod.jit import numba_startup
 
-blas_check_without_scipy_linalg()
+numba_startup()
 
 
 @njit(cache=True)

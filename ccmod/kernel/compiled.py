@@ -30,14 +30,15 @@ from numba.core import cgutils
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic, overload
 
-from ccmod.jit import blas_check_without_scipy_linalg
+from ccmod.jit import numba_startup
 from ccmod.kernel.rawbuf import RawBuf
 from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt, Program, RankSt,
                                 Scalars, Timers)
 
 
-# numba's BLAS check without scipy.linalg: before any compile or cache load (ccmod.jit)
-blas_check_without_scipy_linalg()
+# before any compile or cache load: cached kernels load without numba's registry refresh,
+# the BLAS check without scipy.linalg (ccmod.jit)
+numba_startup()
 
 
 class KernelDispatcher(CPUDispatcher):
