@@ -222,11 +222,13 @@ def rank_state(A, rank_ptr, nstates):
 
 
 def msg_state(A, M, nnodes, recycle=False):
+    # am_waiter is written when a request is posted, before its reply's handler reads it:
+    # left zero (not filled), its pages stay untouched in a trace without active messages
     K = M if recycle else 1
     return A.struct(
         MsgSt, t_post_send=("f", M, INF), t_post_recv=("f", M, INF), t_start=("f", M, INF),
         t_end=("f", M, INF), send_waiter=("i", M, -1), recv_waiter=("i", M, -1),
-        am_waiter=("i", M, -1), bott=("i", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
+        am_waiter=("i", M, 0), bott=("i", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
         refs=("i", K, 0), ret=("i", K, 0))
 
 
@@ -250,7 +252,9 @@ def own_routes(A, route_ptr, route_res, okey=None):
 def timers(A, nslots):
     """The timer queue: ``2 n + 2 M`` slots for n ranks and M message slots."""
     n = max(nslots, 1)
-    return A.struct(Timers, item=("i", n, 0), pos=("i", n, -1), t=("f", n, INF),
+    # nothing to fill: a slot's time is written when it is armed, and a position of 0
+    # (never armed) is told apart by the heap's item (heaps.timer_set)
+    return A.struct(Timers, item=("i", n, 0), pos=("i", n, 0), t=("f", n, 0.0),
                     seq=("i", n, 0), kind=("i", n, 0), len=("i", 1, 0))
 
 
