@@ -45,8 +45,9 @@ from ccmod.kernel.heaps import (heap_push, heap_remove, heap_update, iheap_push,
 
 INF = np.inf
 # integer scalars (si) and float scalars (sf) of the state; N_PF: free pairs, N_CHK: groups
-# to check for members that may leave
-N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE, N_PF, N_CHK = range(9)
+# to check for members that may leave, N_FRESH: the free stack's implicit bottom (below it,
+# position i holds pair i: see _pair_take)
+N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE, N_PF, N_CHK, N_FRESH = range(10)
 
 
 def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None,
@@ -75,15 +76,14 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     else:
         pcap = np.full(R, R, np.int64)
     pseg, PP = resource_segments(R, route_res, pcap)
-    emsg = np.zeros(E, np.int64)     # message of each route entry
-    rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
-    emsg[:len(rep)] = rep
     P = max(P, 1)
     si0 = np.zeros(10, np.int64)
-    # a pair's fields, a heap position (g_pos, ph_pos) and an entry's links are written
-    # before they are read: left zero, the pages of pairs never in use are never touched
-    # (memory and set-up time: the pools are sized for every route entry at once)
+    # a pair's fields, a heap position (g_pos, ph_pos), an entry's links and its message
+    # (emsg) are written before they are read: left zero, the pages of pairs and entries
+    # never in use are never touched (memory and set-up time: the pools are sized for
+    # every route entry at once). The free stack of pairs starts as an implicit 0..NP-1.
     si0[N_PF] = NP
+    si0[N_FRESH] = NP
     if routes is None:
         from ccmod.kernel.state import own_routes
         routes = own_routes(A, route_ptr, route_res)
@@ -94,7 +94,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         g_len=("i", R, 0), g_item=("i", P, 0), g_pos=("i", M, 0), vfin=("f", M, 0.0),
         pr=("i", NP, 0), pb=("i", NP, 0), pcnt=("i", NP, 0), phead=("i", NP, 0),
         pkey=("f", NP, 0.0), ph_pos=("i", NP, 0), rnext=("i", NP, 0), rprev=("i", NP, 0),
-        pfree=("i", NP, np.arange(NP, dtype=np.int64)), rp_head=("i", R, -1),
+        pfree=("i", NP, 0), rp_head=("i", R, -1),
         ph_len=("i", R, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),
         e_pair=("i", E, -1), e_next=("i", E, 0), e_prev=("i", E, 0),
         stk=("i", int(max(pcap.max() if R else 0, 0)) + 1, 0), chk_f=("i", R, 0),
@@ -103,7 +103,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         dec_f=("i", R, 0), dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0),
         tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("i", M, 0), cand_l=("i", M, 0),
         done=("i", M, 0), si=("i", 10, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
-        route_res=routes[1], emsg=("i", E, emsg), route_end=routes[2], okey=routes[3],
+        route_res=routes[1], emsg=("i", E, 0), route_end=routes[2], okey=routes[3],
         lone=("i", R, -1))
 
 
@@ -185,17 +185,28 @@ def _pair_key(S, I, F, r, check):
 
 
 @leaf
-def _others_add(S, I, F, e, b):
-    """Route entry e (its message bottlenecked at b elsewhere) joins pair (res(e), b)."""
+def _pair_take(S, I):
+    """A free pair, from the top of the free stack. The stack's bottom part is implicit
+    (position i holds pair i until the stack shrinks below it): set-up writes none of it,
+    and the ids are those of a stack filled with 0..NP-1."""
+    n = I[S.si + N_PF] - 1
+    I[S.si + N_PF] = n
+    if n < I[S.si + N_FRESH]:
+        I[S.si + N_FRESH] = n
+        return n
+    return I[S.pfree + n]
+
+
+@leaf
+def _others_add(S, I, F, e, b, m):
+    """Route entry e of message m (bottlenecked at b elsewhere) joins pair (res(e), b)."""
     r = I[S.route_res + e]
     p = I[S.rp_head + r]
     while p >= 0 and I[S.pb + p] != b:
         p = I[S.rnext + p]
     if p < 0:
         # a new pair: take one from the free stack, link it to r, key it in b's heap
-        n = I[S.si + N_PF] - 1
-        I[S.si + N_PF] = n
-        p = I[S.pfree + n]
+        p = _pair_take(S, I)
         I[S.pr + p] = r
         I[S.pb + p] = b
         I[S.pcnt + p] = 0
@@ -216,6 +227,7 @@ def _others_add(S, I, F, e, b):
     I[S.phead + p] = e
     I[S.pcnt + p] += 1
     I[S.e_pair + e] = p
+    I[S.emsg + e] = m
 
 
 @leaf
@@ -269,7 +281,7 @@ def _join(I, F, m, r, t, remaining):
         if alone:
             I[S.lone + I[S.route_res + e]] = m
         elif I[S.route_res + e] != r:
-            _others_add(S, I, F, e, r)
+            _others_add(S, I, F, e, r, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
@@ -284,7 +296,7 @@ def _pairs_of_lone(S, I, F, r):
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         I[S.lone + I[S.route_res + e]] = -1
         if I[S.route_res + e] != b:
-            _others_add(S, I, F, e, b)
+            _others_add(S, I, F, e, b, m)
 
 
 @leaf

@@ -130,7 +130,11 @@ def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
     """Arm (or re-arm) timer slot x at time t; ``seq`` orders equal times (FIFO)."""
     F[tt + x] = t
     I[ts + x] = seq
-    if I[pos + x] < 0:
+    # armed means at its position in the heap: a slot never armed reads position 0 (its
+    # fields are left zero at set-up, so the pages of slots never used are never
+    # touched), a slot taken out reads -1
+    i = I[pos + x]
+    if i < 0 or i >= I[lens] or I[item + i] != x:
         heap_push(I, F, item, pos, tt, ts, 0, lens, 0, x)
     else:
         heap_update(I, F, item, pos, tt, ts, 0, lens, 0, x)
