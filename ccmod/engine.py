@@ -320,7 +320,10 @@ class Engine:
         shared = _detach_inputs(self.m, A) if self.slots is None else ()
         del fields, rp, rr               # the arena's inputs: held by it alone
         release_free_heap()
-        self.I, self.F = A.alloc(release_free_heap)
+        sparse = dict(ks.SPARSE)
+        if code == 0 and not self.C.lat_unshared:
+            sparse["Timers"] = sparse["Timers"] + ks.TIMER_SLOTS
+        self.I, self.F = A.alloc(release_free_heap, sparse)
         if shared:
             _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)
         release_free_heap()              # the inputs just copied in
