@@ -223,15 +223,23 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         raise _err(w, int(bad[0]), f"active-message request to rank {int(w.peer[bad[0]])}, but "
                                    f"the trace has ranks 0..{w.nranks - 1} (and not itself)")
     A = len(am)
-    inter = lambda a, b: np.stack([a, b], 1).reshape(-1)  # noqa: E731 - request, reply pairs
-    src = np.concatenate([rank[send_rec], inter(rank[am], w.peer[am])]).astype(np.int32)
-    dst = np.concatenate([w.peer[send_rec], inter(w.peer[am], rank[am])]).astype(np.int32)
-    nbytes = np.concatenate([w.nbytes[send_rec], np.repeat(w.nbytes[am], 2)]).astype(np.int64)
-    tag = np.concatenate([w.tag[send_rec], np.zeros(2 * A, np.int32)]).astype(np.int32)
-    kind = np.concatenate([np.zeros(M0, np.int8), np.tile(np.array([1, 2], np.int8), A)])
-    handler_s = np.concatenate([np.zeros(M0), np.repeat(w.duration_s[am], 2)])
-    send_rec = np.concatenate([send_rec, np.repeat(am, 2)])
-    recv_rec = np.concatenate([recv_rec, np.repeat(am, 2)])
+    src = rank[send_rec].astype(np.int32, copy=False)
+    dst = w.peer[send_rec].astype(np.int32, copy=False)
+    nbytes = w.nbytes[send_rec].astype(np.int64, copy=False)
+    tag = w.tag[send_rec].astype(np.int32, copy=False)
+    # zeros nothing writes: their pages stay untouched (the engine fills them as scalars)
+    kind = np.zeros(M0, np.int8)
+    handler_s = np.zeros(M0)
+    if A:
+        inter = lambda a, b: np.stack([a, b], 1).reshape(-1)  # noqa: E731 - request, reply
+        src = np.concatenate([src, inter(rank[am], w.peer[am])]).astype(np.int32)
+        dst = np.concatenate([dst, inter(w.peer[am], rank[am])]).astype(np.int32)
+        nbytes = np.concatenate([nbytes, np.repeat(w.nbytes[am], 2)]).astype(np.int64)
+        tag = np.concatenate([tag, np.zeros(2 * A, np.int32)]).astype(np.int32)
+        kind = np.concatenate([kind, np.tile(np.array([1, 2], np.int8), A)])
+        handler_s = np.concatenate([handler_s, np.repeat(w.duration_s[am], 2)])
+        send_rec = np.concatenate([send_rec, np.repeat(am, 2)])
+        recv_rec = np.concatenate([recv_rec, np.repeat(am, 2)])
     M = M0 + 2 * A
     rec_msg = np.full(w.nrecords, -1, np.int64)
     rec_msg[send_rec[:M0]] = np.arange(M0)
@@ -345,16 +353,21 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
         cap = np.asarray(cost.bandwidth_Bps(nbytes), float)
     else:
         cap = np.full(M, np.inf)
-    net_m = ~same & (hops > 0)
+    has_cap = hasattr(cost, "bandwidth_Bps") and M
+    net_m = ~same & (hops > 0) if has_cap or sharing == "maxmin" else None
     # a note exactly when a (finite) quiet-cost bandwidth exceeds the route's bottleneck
-    # capacity, under every sharing rule (the physical cost has no bandwidth of its own)
-    fast = net_m & np.isfinite(cap) & (cap > bw * (1 + 1e-9)) if M else np.zeros(0, bool)
+    # capacity, under every sharing rule (the physical cost has no bandwidth of its own:
+    # its caps are all infinite, no message is "fast")
+    fast_stats = (0, 0.0, 0.0)
+    if has_cap:
+        fast = net_m & np.isfinite(cap) & (cap > bw * (1 + 1e-9))
+        if fast.any():
+            fast_stats = (int(fast.sum()), float(cap[fast].max()), float(bw[fast].min()))
+        del fast
     if sharing == "maxmin" and M:
         # max-min moves the bytes over the links, so a lone message takes
         # latency + bytes / min(model bandwidth, route capacity): that is its quiet time
         quiet = np.where(net_m, latency + nbytes / np.minimum(cap, bw), quiet)
-    fast_stats = (int(fast.sum()), float(cap[fast].max()) if fast.any() else 0.0,
-                  float(bw[fast].min()) if fast.any() else 0.0)
     if table.flow_cap_Bps is not None and M:
         # a non-shared hop (FATPIPE) limits each flow on its own: it is not a resource
         cap = np.minimum(cap, table.flow_cap_Bps[pinv])
@@ -382,15 +395,19 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
         latency = latency - o_tot
     else:
         o_send, o_recv = np.zeros(M), np.zeros(M)
-    far = nbytes[~same] if M else nbytes
     hi = getattr(cost, "fitted_max_bytes", None)
-    bad = np.flatnonzero(~np.isfinite(quiet) | (quiet < 0))
+    # sizes beyond a fitted model's range (only a fitted model has one: CostNotes)
+    far = (nbytes[~same] if same.any() else nbytes) if hi is not None else nbytes[:0]
+    ok = quiet >= 0                  # and finite: NaN fails both tests
+    ok &= quiet < np.inf
+    bad = np.flatnonzero(~ok) if not ok.all() else ()
+    del ok
     return dict(route_ptr=route_ptr, route_res=route_res, hops=hops.astype(np.int32),
                 quiet=quiet, latency=latency, cap=cap, intra=intra, same=same,
                 o_send=o_send, o_recv=o_recv, fast=fast_stats,
                 over=(int((far > hi).sum()) if hi is not None and len(far) else 0,
                       int(np.max(far)) if len(far) else 0),
-                bad=int(bad[0]) if bad.size else -1)
+                bad=int(bad[0]) if len(bad) else -1)
 
 
 class CostNotes:

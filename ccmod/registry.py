@@ -30,6 +30,22 @@ from ccmod.errors import CcmodInputError
 
 BUILTIN = "built-in"
 
+_REAL_ENTRY_POINTS = metadata.entry_points
+_ALL_EPS: list = []
+
+
+def _entry_points(group: str):
+    """The installed entry points of ``group``. Every query reads every installed
+    distribution's metadata (~10 ms with a scientific stack), and a run loads several
+    registries: the installed set is read once per process. A replaced
+    ``metadata.entry_points`` (tests' fake plugins) is asked directly."""
+    if metadata.entry_points is not _REAL_ENTRY_POINTS:
+        return metadata.entry_points(group=group)
+    if not _ALL_EPS:
+        _ALL_EPS.append(metadata.entry_points())
+    return _ALL_EPS[0].select(group=group)
+
+
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
 _FALSE = {"0", "false", "no", "off", "n", "f"}
 
@@ -158,7 +174,7 @@ class Registry:
 
     def _load_entry_points(self) -> None:
         try:
-            eps = metadata.entry_points(group=self.entry_point_group)
+            eps = _entry_points(self.entry_point_group)
         except Exception:  # pragma: no cover - broken metadata must not break ccmod
             return
         for ep in eps:

@@ -34,7 +34,7 @@ each buffer as its data pointer alone (:mod:`ccmod.kernel.rawbuf`).
 """
 from __future__ import annotations
 
-from ccmod.kernel.compiled import (at_f, at_i, bg_steps, leaf, msg_in, msg_st,
+from ccmod.kernel.compiled import (at_f, at_i, bg_steps, cc_state, leaf, msg_in, msg_st,
                                    program_view, rank_st, scalars, timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_pop, timer_set
@@ -232,6 +232,56 @@ def _busy_for(I, F, r, t, d, state):
     I[R.block_state + r] = RS_COMPUTING
 
 
+@njit(cache=True, inline="always")
+def _warm(C, P, I, F, pc, end):
+    """Prefetch what rank's next record will read when the rank runs again (another
+    horizon, usually): its message's fields, one cache line per field and message (the
+    per-message arrays of a large trace are far bigger than the cache, and a message's
+    fields are ~15 lines apart; the record itself is on the line just read)."""
+    if pc >= end:
+        return
+    # the rank's records one line (8 records) on: a rank's program is read once a round,
+    # a line at a time, and every rank is a stream of its own (too many for the hardware)
+    prefetch(P.op, pc + 8)
+    prefetch(P.rec_msg, pc + 8)
+    prefetch(P.dur, pc + 8)
+    o = at_i(P.op, pc)
+    if o == OP_COMPUTE:
+        prefetch(P.dur, pc)
+    elif o == OP_SEND or o == OP_ISEND or o == OP_RECV or o == OP_IRECV:
+        M = msg_in(I)
+        G = msg_st(I)
+        m = at_i(P.rec_msg, pc)
+        prefetch(F, G.t_post_send + m)
+        prefetch(F, G.t_post_recv + m)
+        prefetch(F, G.t_end + m)
+        prefetch(F, G.t_start + m)
+        prefetch(I, M.eager + m)
+        prefetch(I, M.route_ptr + m)
+        prefetch(I, M.src + m)
+        prefetch(I, M.unshared + m)
+        prefetch(F, M.quiet + m)
+        prefetch(I, M.okey + m)
+        prefetch(I, M.kind + m)
+        if C.sharing == 0 and m >= 0:
+            S = cc_state(I)
+            prefetch(I, S.bott + m)
+            prefetch(F, S.vfin + m)
+            prefetch(I, S.g_pos + m)
+            prefetch(I, S.cand_f + m)
+            # its route's entries: the one load here (route_ptr[m], a miss most likely)
+            # overlaps with the prefetches above instead of stalling the transfer's start
+            e = I[M.route_ptr + m]
+            prefetch(I, M.route_res + e)
+            prefetch(I, S.e_pair + e)
+        if o == OP_SEND or o == OP_ISEND:
+            prefetch(F, M.o_send + m)
+            prefetch(I, G.send_waiter + m)
+        else:
+            prefetch(F, M.o_recv + m)
+            prefetch(I, G.recv_waiter + m)
+
+
 @njit(cache=True)
 def _advance(C, P, L, I, F, r, t):
     """Interpret rank r's records from its program counter until it blocks."""
@@ -335,6 +385,7 @@ def _advance(C, P, L, I, F, r, t):
                 break
     I[K.ks + K_RECORDS] += pc - start_pc
     I[R.pc + r] = pc
+    _warm(C, P, I, F, pc, end)
     if pc >= end and I[R.block_state + r] != RS_COMPUTING and I[R.pending + r] == 0:
         if at_i(P.more, r):
             # the end of its window, not of its trace: the caller refills it (only the

@@ -97,18 +97,22 @@ def _setitem(context, builder, sig, args):
 # -- prefetching ------------------------------------------------------------------------------
 def prefetch(addr, i):
     """Ask the CPU to fetch element ``i`` of the int64 array at data address ``addr`` (a
-    :func:`ccmod.kernel.compiled.program_view` field) into cache; nothing as plain Python."""
+    :func:`ccmod.kernel.compiled.program_view` field), or of a state buffer seen as a
+    :class:`RawBuf`, into cache; nothing as plain Python."""
     return None
 
 
 @intrinsic
 def _prefetch(typingctx, addr, i):
-    if not (isinstance(addr, types.Integer) and isinstance(i, types.Integer)):
+    if not (isinstance(addr, (types.Integer, RawBuf)) and isinstance(i, types.Integer)):
         return None
 
     def codegen(context, builder, sig, args):
         i8p = ir.IntType(8).as_pointer()
-        ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+        if isinstance(sig.args[0], RawBuf):
+            ptr = args[0]
+        else:
+            ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
         k = context.cast(builder, args[1], sig.args[1], types.int64)
         p = builder.bitcast(builder.gep(ptr, [k]), i8p)
         fn = cgutils.get_or_insert_function(
@@ -122,6 +126,6 @@ def _prefetch(typingctx, addr, i):
 
 @overload(prefetch)
 def _prefetch_impl(addr, i):
-    if isinstance(addr, types.Integer):
+    if isinstance(addr, (types.Integer, RawBuf)):
         return lambda addr, i: _prefetch(addr, i)
     return lambda addr, i: None

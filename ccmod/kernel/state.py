@@ -94,6 +94,18 @@ for _cls in HEADER:
     _h += len(_cls._fields)
 H_LEN = _h
 
+#: Fields the kernel touches only in part (pools and heaps sized for the worst case,
+#: scratch lists, the active messages' fields): :meth:`Arena.alloc` keeps them out of
+#: transparent huge pages (numpy asks for them on large arrays), under which one word
+#: written makes a whole 2 MB resident: ~45 bytes per record at 1M records.
+SPARSE = {"CcState": ("g_item", "pr", "pb", "pcnt", "phead", "pkey", "ph_pos", "rnext",
+                      "rprev", "pfree", "ph_item", "stk", "new_m", "new_w", "cand_l", "done"),
+          "MmState": ("r_item", "g_item", "done"), "MsgSt": ("am_waiter",),
+          "MsgIn": ("handler_s",), "Timers": ("item",)}
+#: the timer slots' fields: sparse too when messages take no timers (the ccmod rule
+#: without a latency phase: only the ranks' slots are armed)
+TIMER_SLOTS = ("pos", "t", "seq", "kind")
+
 
 class Arena:
     """Lay out named fields in one int64 buffer ``I`` and one float64 buffer ``F``.
@@ -142,12 +154,17 @@ class Arena:
         kind, off, n, _ = self.spec[cls][name]
         return ("=", kind, off, n)
 
-    def alloc(self, release=None):
+    def alloc(self, release=None, sparse=None):
         """The buffers, initialised: ``(I, F)``. ``release()``, if given, is called each
         time inputs of 32 MB in all have been let go (the engine gives the C heap's free
-        pages back: freed inputs would otherwise stay resident under the new buffers)."""
+        pages back: freed inputs would otherwise stay resident under the new buffers).
+        ``sparse``: ``{struct name: field names}`` kept in small pages (:data:`SPARSE`)."""
         bufs = {"i": np.zeros(max(self.size["i"], 1), np.int64),
                 "f": np.zeros(max(self.size["f"], 1), np.float64)}
+        if sparse:
+            regions = [self.spec[cls][name][:3] for cls in self.spec
+                       for name in sparse.get(cls.__name__, ()) if name in self.spec[cls]]
+            _small_pages(bufs, regions)
         inits, self.inits = self.inits, []
         inits.reverse()
         dropped = 0
@@ -178,6 +195,39 @@ class Arena:
             v = (I if kind == "i" else F)[off:off + n]
             out.append(v.reshape(shape) if shape is not None else v)
         return cls(*out)
+
+
+_MADV_NOHUGEPAGE = 15
+_madvise = None
+
+
+def _small_pages(bufs, regions):
+    """Keep ``regions`` (``(kind, offset, length)`` of the buffers) out of transparent huge
+    pages (Linux ``madvise(MADV_NOHUGEPAGE)``; nothing elsewhere, or for regions under
+    2 MB: they could hold no huge page of their own)."""
+    global _madvise
+    if _madvise is None:
+        _madvise = False
+        import sys
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+                libc = ctypes.CDLL("libc.so.6")
+                libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+                _madvise = libc.madvise
+            except (OSError, AttributeError):
+                pass
+    if not _madvise:
+        return
+    page = 4096
+    for kind, off, n in regions:
+        if kind not in bufs or n * 8 < 2 << 20:
+            continue
+        a = bufs[kind].ctypes.data + 8 * off
+        lo = -(-a // page) * page
+        hi = (a + 8 * n) // page * page
+        if hi > lo:
+            _madvise(lo, hi - lo, _MADV_NOHUGEPAGE)   # advice: a failure changes nothing
 
 
 def _constant(init, kind):
