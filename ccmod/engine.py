@@ -241,13 +241,12 @@ class Engine:
         bg_load = np.asarray(bg_load, np.float64)[order]
         bgr = np.asarray(background, np.float64)
         if code == 0 and params.get("capacity") == "ratio":
-            if stream is not None:
-                raise CcmodInputError("capacity=ratio needs every message's route before the "
-                                      "run: not streamed", source="--sharing",
-                                      hint="run without --stream, or drop capacity=ratio")
             # free[l] = (1 - background) * capacity / quiet bandwidth: BA counts capacities
-            ratio = capacity_ratio(nresources, capacity_Bps, msgs.route_ptr, msgs.route_res,
-                                   msgs.flow_cap_Bps)
+            # (streamed: one route per resource crossed, of its reference rate, from a pass
+            # over the trace's messages, ccmod/stream_inputs.py: the same ratio)
+            ratio = capacity_ratio(nresources, capacity_Bps, *(
+                (msgs.route_ptr, msgs.route_res, msgs.flow_cap_Bps) if stream is None
+                else stream.ratio_routes))
             bgr = 1.0 - (1.0 - bgr) * ratio
             bg_load = 1.0 - (1.0 - bg_load) * ratio[bg_res]
         self._bg = (np.asarray(bg_t_s, np.float64)[order], bg_res, bg_load)
