@@ -275,3 +275,73 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
     if status == SCAN_DONE and bad:
         return SCAN_BADRANK
     return status
+
+
+@njit(cache=True)
+def exact_floats(buf, s, e, pow10, val, ok):
+    """``float(token)`` of tokens ``buf[s[i]:e[i]]`` where one IEEE operation gives it
+    exactly (Clinger's fast path): a plain decimal ``d[.d][e[+-]d]`` (no sign first)
+    whose significant digits form an integer m <= 2^53 and whose power of ten p has
+    |p| <= 22 (``pow10`` holds 1e0..1e22, exact doubles): then m * 10^p or m / 10^-p is
+    a single correctly rounded operation on exact operands, so equal to ``float``.
+    ``ok[i]`` is False for every other token (left to the caller's general conversion).
+    """
+    for i in range(s.shape[0]):
+        a, b = s[i], e[i]
+        j = a
+        m = 0
+        nd = 0          # significant digits in m (leading zeros do not count)
+        seen = False    # any mantissa digit at all
+        p = 0
+        good = True
+        while j < b and 48 <= buf[j] <= 57:
+            d = int(buf[j]) - 48
+            seen = True
+            if nd > 0 or d != 0:
+                if nd < 17:
+                    m = m * 10 + d
+                nd += 1
+            j += 1
+        if j < b and buf[j] == 46:                      # '.'
+            j += 1
+            while j < b and 48 <= buf[j] <= 57:
+                d = int(buf[j]) - 48
+                seen = True
+                if nd > 0 or d != 0:
+                    if nd < 17:
+                        m = m * 10 + d
+                    nd += 1
+                p -= 1
+                j += 1
+        if nd > 16:
+            good = False                                # m is not all there
+        if j < b and (buf[j] == 101 or buf[j] == 69):   # 'e' / 'E'
+            j += 1
+            sign = 1
+            if j < b and (buf[j] == 43 or buf[j] == 45):
+                sign = -1 if buf[j] == 45 else 1
+                j += 1
+            x = 0
+            nx = 0
+            while j < b and 48 <= buf[j] <= 57:
+                if x < 100000:
+                    x = x * 10 + int(buf[j]) - 48
+                nx += 1
+                j += 1
+            if nx == 0:
+                good = False
+            p += sign * x
+        if j != b or not seen:
+            good = False
+        v = 0.0
+        if good:
+            if m == 0:
+                v = 0.0
+            elif m > 9007199254740992 or p < -22 or p > 22:
+                good = False
+            elif p >= 0:
+                v = float(m) * pow10[p]
+            else:
+                v = float(m) / pow10[-p]
+        val[i] = v
+        ok[i] = good
