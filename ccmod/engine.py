@@ -117,6 +117,14 @@ def release_free_heap():
 _trim = None
 
 
+#: the state a result reads after a run (the arena's views it keeps): the rest is the
+#: kernel's scratch (:meth:`Engine.release_scratch`)
+_KEEP = {"MsgIn": "all", "Scalars": "all", "BgSteps": "all",
+         "MsgSt": ("t_post_send", "t_post_recv", "t_start", "t_end", "bott"),
+         "RankSt": ("state_s", "finish", "handler_tot"),
+         "CcState": ("area", "busy", "peak"), "MmState": ("area", "busy", "peak")}
+
+
 class Engine:
     """Evaluate one workload on one network.
 
@@ -233,13 +241,12 @@ class Engine:
         bg_load = np.asarray(bg_load, np.float64)[order]
         bgr = np.asarray(background, np.float64)
         if code == 0 and params.get("capacity") == "ratio":
-            if stream is not None:
-                raise CcmodInputError("capacity=ratio needs every message's route before the "
-                                      "run: not streamed", source="--sharing",
-                                      hint="run without --stream, or drop capacity=ratio")
             # free[l] = (1 - background) * capacity / quiet bandwidth: BA counts capacities
-            ratio = capacity_ratio(nresources, capacity_Bps, msgs.route_ptr, msgs.route_res,
-                                   msgs.flow_cap_Bps)
+            # (streamed: one route per resource crossed, of its reference rate, from a pass
+            # over the trace's messages, ccmod/stream_inputs.py: the same ratio)
+            ratio = capacity_ratio(nresources, capacity_Bps, *(
+                (msgs.route_ptr, msgs.route_res, msgs.flow_cap_Bps) if stream is None
+                else stream.ratio_routes))
             bgr = 1.0 - (1.0 - bgr) * ratio
             bg_load = 1.0 - (1.0 - bg_load) * ratio[bg_res]
         self._bg = (np.asarray(bg_t_s, np.float64)[order], bg_res, bg_load)
@@ -386,6 +393,26 @@ class Engine:
             go_end(self.C, self.L, t, makespan)      # the last signal; nothing else
         self._finish_arrays()
         return makespan
+
+    def release_scratch(self):
+        """After :meth:`run`: give back the memory of the kernel's state that no result
+        reads (sharing rule, timers, waiters, rank scratch: ~60 bytes per record at 1M),
+        before the result's tables are made (the process's peak). Only whole-program
+        runs (a streamed run's slots are drained already); the engine cannot run again."""
+        if self.slots is not None or not hasattr(self, "I"):
+            return
+        from ccmod.kernel.state import drop_pages
+        A = self._arena
+        keep, drop = [], []
+        for cls, spec in A.spec.items():
+            kept = _KEEP.get(cls.__name__, ())
+            for name, (kind, off, n, _) in spec.items():
+                if kind in ("i", "f") and n:
+                    (keep if kept == "all" or name in kept else drop).append((kind, off, n))
+        # shared slices (routes) are kept whole wherever one holder keeps them
+        drop = [d for d in drop if not any(k[0] == d[0] and k[1] < d[1] + d[2] and
+                                           d[1] < k[1] + k[2] for k in keep)]
+        drop_pages({"i": self.I, "f": self.F}, drop)
 
     def _finish_arrays(self):
         from ccmod.kernel.record import load_arrays, signal_arrays, state_arrays

@@ -157,11 +157,74 @@ class BatchInputs:
         return fields, tag, hops, c["route_ptr"][:-1], c["route_res"]
 
 
-def stream_inputs(source, prep, opts):
-    """The ``stream=`` of :class:`ccmod.engine.Engine`: the source (surveyed), its matcher
-    and the per-batch message inputs."""
+    def ratio_routes(self, capacity_Bps, nresources: int):
+        """What ``ccmod:capacity=ratio`` needs of every message before the run, from one
+        pass over the trace's messages (batch by batch: memory per resource, not per
+        message).
+
+        The in-memory run gives :func:`ccmod.engine.capacity_ratio` every message's route
+        and flow cap; its result only depends, per resource, on the reference bandwidth
+        ``ref[l]`` = max over the messages crossing l of min(flow cap, route bottleneck).
+        This returns ``(route_ptr, route_res, flow_cap_Bps)`` of one one-hop route per
+        resource some message crosses, of flow cap ``ref[l]`` (at most l's capacity, so
+        its own bottleneck changes nothing): ``capacity_ratio`` of these gives the
+        in-memory ratio bit for bit (a max is exact in any order, and each message's
+        costs are the whole program's, :func:`ccmod.compile.message_costs`)."""
+        from ccmod.codes import OP_AMREQUEST, OP_ISEND, OP_SEND
+        from ccmod.compile import message_costs
+        cap = np.asarray(capacity_Bps, np.float64)[:nresources]
+        ref = np.zeros(nresources)
+        n = self.src.nranks
+        for r, t in self.src.batches(("op", "peer", "nbytes")):
+            op = np.asarray(t["op"], np.int64)
+            peer = np.asarray(t["peer"], np.int64)
+            ok = (peer >= 0) & (peer < n)      # bad peers are reported when loaded
+            snd = ((op == OP_SEND) | (op == OP_ISEND)) & ok
+            am = (op == OP_AMREQUEST) & ok
+            # sends from r; an active-message request from r and its reply back to r
+            src = np.concatenate([np.full(int(snd.sum()) + int(am.sum()), r, np.int64),
+                                  peer[am]])
+            dst = np.concatenate([peer[snd], peer[am], np.full(int(am.sum()), r, np.int64)])
+            nb = np.asarray(t["nbytes"], np.int64)
+            nbytes = np.concatenate([nb[snd], nb[am], nb[am]])
+            if not len(nbytes):
+                continue
+            c = message_costs(self.net, self.node_of_rank, src.astype(np.int32),
+                              dst.astype(np.int32), nbytes, self.sharing, self.intra[0],
+                              self.intra[1], charge_overheads=True,
+                              compile_routes=self.routes.table)
+            rp = np.asarray(c["route_ptr"], np.int64)
+            rr = np.asarray(c["route_res"], np.int64)
+            hops = np.diff(rp)
+            msg = np.repeat(np.arange(len(hops)), hops)
+            # as capacity_ratio: each message's bottleneck capacity, then its quiet rate
+            route_min = np.full(len(hops), np.inf)
+            np.minimum.at(route_min, msg, cap[rr])
+            bw = np.minimum(np.asarray(c["cap"], np.float64), route_min)
+            np.maximum.at(ref, rr, bw[msg])
+        crossed = np.flatnonzero(ref != 0)
+        return (np.arange(len(crossed) + 1, dtype=np.int64), crossed, ref[crossed])
+
+
+def needs_ratio(sharing: str) -> bool:
+    """Whether ``sharing`` is ``ccmod`` with ``capacity=ratio`` (its ratio needs every
+    message's route before the run)."""
+    from ccmod.sharing import SHARING_RULES
+    entry, params = SHARING_RULES.resolve(sharing, source="--sharing", defaults=True)
+    return entry.name == "ccmod" and params.get("capacity") == "ratio"
+
+
+def stream_inputs(source, prep, opts, ratio_routes=None):
+    """The ``stream=`` of :class:`ccmod.engine.Engine`: the source (surveyed), its matcher,
+    the per-batch message inputs and, under ``ccmod:capacity=ratio``, the per-resource
+    reference routes (:meth:`BatchInputs.ratio_routes`; ``ratio_routes`` given: those of
+    an earlier run on the same source and preparation, not a second pass)."""
     from ccmod.kernel.matcher import Matcher
     survey = source.survey()
     inputs = BatchInputs(source, survey, prep, opts.sharing, opts.send_mode)
+    if ratio_routes is None and needs_ratio(opts.sharing):
+        ratio_routes = inputs.ratio_routes(prep.net.resource_capacity_Bps(),
+                                           int(prep.net.nresources))
     matcher = Matcher(source, counts=(survey.sends, survey.am_requests))
-    return SimpleNamespace(source=source, matcher=matcher, inputs=inputs)
+    return SimpleNamespace(source=source, matcher=matcher, inputs=inputs,
+                           ratio_routes=ratio_routes)

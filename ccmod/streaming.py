@@ -178,7 +178,8 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
     def make_engine(level, main=True):
         # the --bounds reruns read the same source again from the start: its survey is
         # kept (not a second pass per bound), its readers only cache decoded batches
-        s_ = stream_inputs(src, p, opts)
+        s_ = stream_inputs(src, p, opts, ratio_routes=ratio_routes[0])
+        ratio_routes[0] = s_.ratio_routes        # capacity=ratio's pass: once
         return Engine(None, None, net.nresources, cap, level, sharing=opts.sharing,
                       send_mode=opts.send_mode, eager_limit_bytes=int(p.eager_limit_bytes),
                       record=main and writer is not None, signals=False,
@@ -187,6 +188,7 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
                       message_sink=rows if main else _Count(), stream=s_)
 
     rows = MessageRows(writer, names)
+    ratio_routes = [None]
     try:
         eng = make_engine(p.bg.level(net, "mean"))
         makespan = eng.run()

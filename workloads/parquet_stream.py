@@ -244,16 +244,7 @@ class ParquetRecordSource:
         # distinct pairs: a dense bitmap over rank pairs when small, else sorted chunks
         dense = np.zeros(n * n if n * n <= (1 << 22) else 0, np.bool_)
         chunks = []
-        gs, ng = self.group_start, len(self.group_rank)
-        i = 0
-        while i < ng:
-            r = int(self.group_rank[i])
-            j = self._batch_end(i)
-            if gs[j] == gs[i]:
-                i = j
-                continue
-            t = self._group(i, ("op", "peer", "duration_s"), j)
-            i = j
+        for r, t in self.batches(("op", "peer", "duration_s")):
             op = t["op"].astype(np.int64)
             peer = t["peer"].astype(np.int64)
             self.op_counts_total += np.bincount(op, minlength=len(OP_NAMES))[:len(OP_NAMES)]
@@ -283,6 +274,18 @@ class ParquetRecordSource:
         self.compute_total_s = comp.value()
         self.rank_pairs = pairs
         return self
+
+    def batches(self, cols):
+        """``(rank, columns)`` of every batch of groups (:meth:`_batch_end`), in file
+        order, columns ``cols`` as stored (validated): one pass over the trace, a batch
+        in memory at a time."""
+        gs, ng = self.group_start, len(self.group_rank)
+        i = 0
+        while i < ng:
+            j = self._batch_end(i)
+            if gs[j] > gs[i]:
+                yield int(self.group_rank[i]), self._group(i, cols, j)
+            i = j
 
     # -- what errors need ---------------------------------------------------------------
     def rank_of(self, g: int) -> int:

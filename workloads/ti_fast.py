@@ -227,7 +227,14 @@ def _floats(T, s, e):
     rest = np.flatnonzero(~ok)
     if not rest.size:
         return out, ok
-    rs, re_ = s[rest], e[rest]
+    out[rest], ok[rest] = float_tokens(buf, s[rest], e[rest])
+    return out, ok
+
+
+def float_tokens(buf, rs, re_):
+    """``float(token)`` of tokens [rs, re_) of ``buf`` and validity, with numpy's
+    string-to-double cast (correctly rounded, as ``float``); tokens with a sign, a
+    character outside ``0-9.eE+-`` or over 40 bytes are not valid (the line parser's)."""
     L = re_ - rs
     fine = (L >= 1) & (L <= 40)
     W = int(L[fine].max()) if fine.any() else 1
@@ -237,7 +244,7 @@ def _floats(T, s, e):
     fine &= np.all(_FLOAT_CHARS[ch] | ~inside, axis=1)
     fine &= (ch[:, 0] != 43) & (ch[:, 0] != 45)    # a sign first: left to the line parser
     strs = np.ascontiguousarray(ch).view(f"S{W}").reshape(-1)
-    vals = np.zeros(len(rest))
+    vals = np.zeros(len(rs))
     try:
         with np.errstate(all="ignore"):
             vals[fine] = strs[fine].astype(np.float64)
@@ -247,9 +254,7 @@ def _floats(T, s, e):
                 vals[j] = float(strs[j])
             except ValueError:
                 fine[j] = False
-    out[rest] = vals
-    ok[rest] = fine
-    return out, ok
+    return vals, fine
 
 
 def _action_codes(T: _Tokens, rows):
@@ -280,6 +285,10 @@ def feed(p, data: bytes, fname: str, untagged: bool, all_lines) -> None:
     elif p.syntax == "tagged":
         untagged = False
     fid = p.b.file(fname)
+    if _compiled("scan_lines") is not None:
+        from ccmod.workloads import ti_scan      # one compiled pass per block
+        ti_scan.feed(p, data, fname, fid, untagged, all_lines, BLOCK_BYTES)
+        return
     for block, line0 in blocks(data):
         _feed_block(p, block, line0, fname, fid, untagged, all_lines)
 

@@ -246,8 +246,8 @@ def mm_solve(I, F):
     if I[S.si + N_DIRTY] == 0:
         return
     t = F[S.sf]
-    mm_fast(I, F, t)                # stars served by one rate: their groups
-    if I[S.si + N_DIRTY] == 0:
+    if mm_fast(I, F, t) == 0:       # stars served by one rate: their groups
+        _solve_lone(I, F, t)        # what is left (if anything): classes alone
         return
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
     nr, nc = _component(I, F, t)
@@ -323,6 +323,57 @@ def mm_solve(I, F):
 
 
 @leaf
+def _solve_lone(I, F, t):
+    """The dirty resources all carry one class alone on its route (every hop private):
+    each such component is its class, rated as progressive filling would (one round: the
+    least of its cap and its hops' capacity per flow; bottleneck, the first hop left
+    saturated), in the order the walk of :func:`_component` would meet them, with the
+    same arithmetic, so the results are the full solve's."""
+    S = mm_state(I)
+    rp, re, rr = S.route_ptr, S.route_end, S.route_res
+    nd = I[S.si + N_DIRTY]
+    I[S.si + N_DIRTY] = 0
+    for i in range(nd):
+        r = I[S.d_list + i]
+        I[S.d_flag + r] = 0
+        c = I[S.r_item + I[S.seg + r]] >> S.hb
+        if I[S.c_seen + c]:
+            continue
+        I[S.c_seen + c] = 1
+        class_advance(I, F, c, t)
+        f = I[S.c_rep + c]
+        level = INF
+        for e in range(I[rp + f], I[re + f]):
+            q = I[rr + e]
+            lv = F[S.cap + q] / I[S.count + q]     # its flows are all q's
+            if lv < level:
+                level = lv
+        fc = F[S.c_fcap + c]
+        hd = fc - 0.0
+        if hd < level:
+            level = hd
+        sat = -1
+        if level == INF:
+            rate = INF
+        else:
+            if level < 0.0:
+                level = 0.0
+            rate = 0.0 + level
+            lw = level * I[S.c_w + c]
+            for e in range(I[rp + f], I[re + f]):
+                q = I[rr + e]
+                cq = F[S.cap + q]
+                if cq - lw <= 1e-12 * cq:
+                    sat = q
+                    break
+        F[S.c_rate + c] = rate
+        I[S.c_bott + c] = sat
+        _requeue(I, F, c)
+    for i in range(nd):
+        I[S.c_seen + (I[S.r_item + I[S.seg + I[S.d_list + i]]] >> S.hb)] = 0
+
+
+@leaf
 def _requeue(I, F, c):
     """Class c's next completion (its first flow's) into the heap of classes (a group
     member: into its group's heap)."""
@@ -358,7 +409,8 @@ def mm_pop_due(I, F, t, bott_out):
     to ``I[bott_out + f]``; returns how many. The caller then calls :func:`mm_end` for
     each."""
     S = mm_state(I)
-    mm_solve(I, F)
+    if I[S.si + N_DIRTY] != 0:
+        mm_solve(I, F)
     nd = 0
     if I[S.si + F_LEN] == 0:
         return 0

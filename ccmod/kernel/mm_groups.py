@@ -216,8 +216,10 @@ def _fast_solve(I, F, g, t):
 
 @leaf
 def _center(I, r):
-    """The resource whose star holds dirty resource r: -2 when r carries nothing, -1
-    when r's component is no star (or a lone class, which the full solve does cheaply)."""
+    """The resource whose star holds dirty resource r: -2 when r carries nothing, -3
+    when r's component is one class alone on its route (every hop private, no group:
+    :func:`ccmod.kernel.maxmin.mm_solve` rates it without the walk), -1 when it is no
+    star (or a lone class in a group, which the full solve does cheaply)."""
     S = mm_state(I)
     n = I[S.r_len + r]
     if n == 0:
@@ -226,7 +228,7 @@ def _center(I, r):
         return r if I[S.nx + r] == 0 else -1
     c = I[S.r_item + I[S.seg + r]] >> S.hb
     if I[S.c_sh + c] != 1:
-        return -1
+        return -3 if I[S.c_sh + c] == 0 and I[S.c_grp + c] < 0 else -1
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
         q = I[S.route_res + e]
@@ -238,14 +240,18 @@ def _center(I, r):
 @leaf
 def mm_fast(I, F, t):
     """Serve the dirty resources whose component is a star with one rate; leave the
-    others in the dirty list for the full solve."""
+    others in the dirty list for the full solve. Returns how many of those left are not
+    a lone class's (:func:`_center`'s -3)."""
     S = mm_state(I)
     nd = I[S.si + N_DIRTY]
     k = 0
     nc = 0
+    nl = 0
     for i in range(nd):
         r = I[S.d_list + i]
         g = _center(I, r)
+        if g == -3:
+            nl += 1
         if g >= 0 and I[S.g_mark + g] == 0:
             I[S.g_mark + g] = 1 if _fast_ok(I, F, g) else 2
             I[S.rl + nc] = g
@@ -261,6 +267,7 @@ def mm_fast(I, F, t):
         if I[S.g_mark + g] == 1:
             _fast_solve(I, F, g, t)
         I[S.g_mark + g] = 0
+    return k - nl
 
 
 @leaf

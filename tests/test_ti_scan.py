@@ -1,0 +1,233 @@
+"""The compiled one-pass TI reader (workloads/ti_scan.py) against the line parser.
+
+Every input must give the same records, meta and notes as the line parser, or the same
+one-line error. Besides the cases of tests/test_ti_fast.py (which run through this path
+when numba's JIT is on), here: the numbers the scan reads itself or hands over (digit
+strings of every length, floats, signs, huge values), ranks that make the per-rank
+tables grow, blocks that go wholly to the line parser between fast ones (with ``init``
+lines on both sides), side lists cut short, and the scan's own Python (``py_func``)
+giving what its compiled code gives.
+"""
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+
+import pytest
+
+from ccmod.jit import jit_enabled
+from ccmod.workloads import ti_fast, ti_scan
+from ccmod.workloads import ti_compiled
+
+from test_ti_fast import _clean_line, _line, _outcome
+
+needs_jit = pytest.mark.skipif(not jit_enabled(), reason="the scan runs only with numba's JIT on")
+
+_COUNTS = ["0", "7", "2495", "123456789012345", "1234567890123456", "99999999999999999",
+           "3e4", "2.5", "1.", ".5", "1E+2", "1e", "1.2.3", "-3", "+3", "1e400", "nan", "x",
+           "9007199254740992", "9007199254740991.0", "0.1e-3", "00000000000000000001", "e5"]
+_TAGS = ["0", "-4", "12", "2147483647", "2147483648", "-2147483648", "-2147483649",
+         "12345678901", "-", "x", "007", "1.0"]
+_DTYPES = ["0", "6", "7", "07", "00", "59", "60", "100", "x", "-1"]
+
+
+def _scan_line(rng: random.Random, nranks: int) -> str:
+    """A line aimed at the scan's field rules: mostly compute/send/recv, odd fields."""
+    r = rng.randrange(nranks)
+    peer = str(rng.randrange(nranks)) if rng.random() < 0.9 else rng.choice(
+        ["2147483648", "x", "-1", "1e0", "12345678901"])
+    k = rng.random()
+    if k < 0.25:
+        flops = rng.choice(_COUNTS + [repr(rng.uniform(0, 1e9)), str(rng.randrange(10**12))])
+        return f"{r} compute {flops}"
+    act = rng.choice(["send", "recv"])
+    fields = rng.choice([
+        [peer], [peer, rng.choice(_COUNTS)],
+        [peer, rng.choice(_TAGS), rng.choice(_COUNTS)],
+        [peer, rng.choice(_COUNTS), rng.choice(_DTYPES)],
+        [peer, rng.choice(_TAGS), rng.choice(_COUNTS), rng.choice(_DTYPES)],
+        [peer, rng.choice(_TAGS), rng.choice(_COUNTS), rng.choice(_DTYPES), "extra"]])
+    return " ".join([str(r), act, *fields])
+
+
+def _text(rng: random.Random, nranks: int, n: int) -> str:
+    lines = []
+    for _ in range(n):
+        k = rng.random()
+        if k < 0.6:
+            lines.append(_scan_line(rng, nranks))
+        elif k < 0.9:
+            lines.append(_clean_line(rng, nranks, []))
+        elif k < 0.95:
+            lines.append(f"{rng.randrange(nranks)} init" + rng.choice(["", " 1"]))
+        else:
+            lines.append(_line(rng, nranks))
+    sep = rng.choice(["\n", "\r\n"])
+    body = sep.join(ln.replace(" ", rng.choice([" ", "\t", "  "]), 1) for ln in lines)
+    return body + rng.choice(["", sep, " # the end" + sep])
+
+
+def _same(texts, nranks=None, **opts):
+    slow = _outcome(texts, False, nranks, **opts)
+    fast = _outcome(texts, True, nranks, **opts)
+    assert fast == slow
+    return slow
+
+
+@needs_jit
+@pytest.mark.parametrize("seed", range(25))
+def test_scan_fields_read_the_same(seed, monkeypatch):
+    rng = random.Random(500 + seed)
+    monkeypatch.setattr(ti_fast, "BLOCK_BYTES", rng.choice([61, 300, 1 << 20]))
+    nranks = rng.choice([1, 3, 70, 200])        # > 64 ranks: the per-rank tables grow
+    text = _text(rng, nranks, rng.randint(20, 300))
+    opts = rng.choice([{}, {"syntax": "untagged"}, {"syntax": "tagged"}, {"elem_bytes": 4}])
+    _same([text], **opts)
+    _same([text], nranks=nranks, **opts)
+    # most lines of a real trace are clean: the same with every odd line dropped
+    clean = "\n".join(_clean_line(rng, nranks, []) for _ in range(200))
+    assert _same([clean], **opts)[0] in ("ok", "error")
+
+
+@needs_jit
+def test_scan_takes_records_itself(monkeypatch):
+    # the fast path really is the scan, and clean lines become records without the parser
+    calls = []
+    real = ti_compiled.scan_lines
+    monkeypatch.setattr(ti_compiled, "scan_lines", lambda *a: calls.append(1) or real(*a))
+    fed = []
+    from ccmod.workloads.ti_parse import TIParser
+    real_feed = TIParser.feed
+
+    def feed(self, lines, fname, untagged=False, numbered=None):
+        numbered = None if numbered is None else list(numbered)
+        fed.extend(numbered or [])
+        return real_feed(self, lines, fname, untagged, numbered=numbered)
+
+    monkeypatch.setattr(TIParser, "feed", feed)
+    text = "".join(f"{r} send {1 - r} 0 {10 + r}\n{1 - r} recv {r} 0 {10 + r}\n"
+                   f"{r} compute 2.5e3\n" for r in (0, 1) for _ in range(50))
+    got = _same(["0 init\n" + text])
+    assert got[0] == "ok" and calls
+    # the line parser of the fast way saw only the init line (the slow way saw all)
+    assert fed.count((1, "0 init")) == 1 and len(fed) == 1
+
+
+@needs_jit
+def test_bad_rank_blocks_between_fast_ones(monkeypatch):
+    # '1.0' is rank 1 to the line parser, not to the scan: that block is the parser's, and
+    # the element size set by an init inside it holds in the next blocks
+    monkeypatch.setattr(ti_fast, "BLOCK_BYTES", 64)
+    lines = []
+    for i in range(40):
+        lines += [f"0 send 1 0 {i}", f"1 recv 0 0 {i}", "0 compute 7"]
+        if i == 10:
+            lines += ["1.0 init 5", "0 init"]
+        if i == 25:
+            lines += ["1 init", "1.0 compute 3", "0 init 1"]
+    for opts in ({}, {"elem_bytes": 2}):
+        assert _same(["\n".join(lines)], **opts)[0] == "ok"
+        assert _same(["\n".join(lines)], nranks=2, **opts)[0] == "ok"
+
+
+@needs_jit
+def test_side_lists_cut_short(monkeypatch):
+    # with side lists of two rows, blocks end early whenever one fills: the same records
+    monkeypatch.setattr(ti_scan, "side_rows", lambda block_bytes: 2)
+    rng = random.Random(9)
+    for _ in range(6):
+        text = _text(rng, 5, 150)
+        _same([text])
+        _same([text, text], nranks=5)
+
+
+@needs_jit
+def test_huge_and_sparse_ranks(monkeypatch):
+    # ranks past the tables' bound: their blocks go to the line parser (same error)
+    monkeypatch.setattr(ti_scan, "MAX_TABLE", 100)
+    text = "\n".join(f"{r} compute 1\n{r} send {r} 0 5\n{r} recv {r} 0 5"
+                     for r in list(range(150)))
+    assert _same([text])[0] == "ok"
+    assert _same(["0 compute 1\n2147483647 compute 1\n"])[0] == "error"
+    assert _same(["0 compute 1\n2147483648 compute 1\n"])[0] == "error"
+
+
+@needs_jit
+def test_compiled_scan_equals_its_python(monkeypatch):
+    # the scan's own Python (what NUMBA_DISABLE_JIT=1 would run) gives the same records
+    rng = random.Random(4)
+    texts = [_text(rng, 4, 60) for _ in range(4)]
+    want = [_outcome([t], True) for t in texts]
+    monkeypatch.setattr(ti_compiled, "scan_lines", ti_compiled.scan_lines.py_func)
+    for t, w in zip(texts, want):
+        assert _outcome([t], True) == w
+
+
+@needs_jit
+def test_every_field_form_line_by_line():
+    # each odd send/recv/compute form on its own (an error stops a file at its line)
+    forms = [f"0 compute {c}" for c in _COUNTS]
+    for act in ("send", "recv"):
+        forms += [f"0 {act} 1", f"0 {act} x 5"] + [f"0 {act} 1 {c}" for c in _COUNTS]
+        forms += [f"0 {act} 1 {t} {c}" for t in _TAGS + _COUNTS for c in _COUNTS[:8] + _DTYPES]
+        forms += [f"0 {act} 1 {t} {c} {d}" for t in _TAGS for c in ("5", "2.5", "x")
+                  for d in _DTYPES]
+    seen = set()
+    for form in forms:
+        for opts in ({}, {"syntax": "untagged"}):
+            got = _same([f"1 init 1\n{form}\n1 compute 1 # done"], **opts)
+            seen.add(got[0])
+    assert seen == {"ok", "error"}
+
+
+def _decimal(rng: random.Random) -> str:
+    """A number as traces write them, or close to one (odd forms too)."""
+    k = rng.random()
+    if k < 0.3:
+        return repr(rng.uniform(0, 10 ** rng.randint(0, 12)))
+    if k < 0.5:
+        return f"{rng.uniform(0, 1e6):.{rng.randint(0, 6)}f}"
+    if k < 0.7:
+        return f"{rng.uniform(0, 1e6):.{rng.randint(0, 10)}{rng.choice('eE')}}"
+    digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 20)))
+    pos = rng.randint(0, len(digits))
+    tok = digits[:pos] + rng.choice([".", "", ""]) + digits[pos:]
+    if rng.random() < 0.5:
+        tok += rng.choice("eE") + rng.choice(["", "+", "-"]) + str(rng.randint(0, 30))
+    return tok + rng.choice(["", "", "", "x", ".", "e", "1_0"])
+
+
+@pytest.mark.parametrize("py", [False, True])
+def test_exact_floats_equal_float(py):
+    # whatever the compiled fast path claims, float() gives bit for bit
+    rng = random.Random(11)
+    toks = [_decimal(rng) for _ in range(4000 if not py else 600)]
+    toks += [repr(rng.uniform(0, 1e6)) for _ in range(300)]
+    toks += [f"{rng.randrange(1, 10**18)}e{rng.randint(-340, 300)}" for _ in range(300)]
+    toks += ["1e-400", "1e309", "2.2250738585072011e-308", "1.7976931348623157e308",
+             "999999999999999999", "1000000000000000000", "123456789012345678e-5", "3e23",
+             "0", "0.0", "0e999", "1.", ".5", "1e22", "1e23", "9007199254740992",
+             "9007199254740993", "0.1", "312.5", "1e-22", "1e-23", "00012.50", ".", "e5",
+             "1e", "-1", "+1", "1.2.3", "123456789012345.6", "4.35e+06"]
+    toks = " ".join(toks).split()       # (a generated token may be empty)
+    text = " ".join(toks).encode()
+    buf = np.frombuffer(text, np.uint8)
+    s = np.array([m.start() for m in re.finditer(rb"\S+", text)], np.int64)
+    e = np.array([m.end() for m in re.finditer(rb"\S+", text)], np.int64)
+    val, ok = np.empty(len(s)), np.empty(len(s), np.bool_)
+    fn = ti_compiled.exact_floats
+    (getattr(fn, "py_func", fn) if py else fn)(buf, s, e, ti_scan._POW10, *ti_scan._pow5(),
+                                                   val, val.view(np.uint64), ok)
+    claimed = 0
+    for t, v, good in zip(toks, val.tolist(), ok.tolist()):
+        if good:
+            assert v == float(t) and str(v) == str(float(t)), t
+            claimed += 1
+    assert claimed > len(toks) // 2
+    # Clinger's cases and Eisel-Lemire's (17-digit reprs, 1e23) are both claimed
+    assert ok[toks.index("312.5")] and ok[toks.index("3e23")]
+    reprs = [i for i, t in enumerate(toks) if len(t.replace(".", "").lstrip("0")) >= 16
+             and t.replace(".", "").isdigit()]
+    assert reprs and ok[reprs].mean() > 0.9
