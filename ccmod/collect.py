@@ -47,6 +47,9 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     from ccmod.result import DEFAULT_PACKET_SIZE, LazyFrame, Routes, RunResult
 
     w = engine.w
+    release = getattr(engine, "release_scratch", None)
+    if release is not None:
+        release()        # the kernel's scratch state, before the tables below are made
     M = len(msgs.nbytes)
     # per-resource message and byte counts first: their per-hop temporaries are freed
     # before the message table's columns are made, which then reuse that memory

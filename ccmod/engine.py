@@ -117,6 +117,14 @@ def release_free_heap():
 _trim = None
 
 
+#: the state a result reads after a run (the arena's views it keeps): the rest is the
+#: kernel's scratch (:meth:`Engine.release_scratch`)
+_KEEP = {"MsgIn": "all", "Scalars": "all", "BgSteps": "all",
+         "MsgSt": ("t_post_send", "t_post_recv", "t_start", "t_end", "bott"),
+         "RankSt": ("state_s", "finish", "handler_tot"),
+         "CcState": ("area", "busy", "peak"), "MmState": ("area", "busy", "peak")}
+
+
 class Engine:
     """Evaluate one workload on one network.
 
@@ -385,6 +393,26 @@ class Engine:
             go_end(self.C, self.L, t, makespan)      # the last signal; nothing else
         self._finish_arrays()
         return makespan
+
+    def release_scratch(self):
+        """After :meth:`run`: give back the memory of the kernel's state that no result
+        reads (sharing rule, timers, waiters, rank scratch: ~60 bytes per record at 1M),
+        before the result's tables are made (the process's peak). Only whole-program
+        runs (a streamed run's slots are drained already); the engine cannot run again."""
+        if self.slots is not None or not hasattr(self, "I"):
+            return
+        from ccmod.kernel.state import drop_pages
+        A = self._arena
+        keep, drop = [], []
+        for cls, spec in A.spec.items():
+            kept = _KEEP.get(cls.__name__, ())
+            for name, (kind, off, n, _) in spec.items():
+                if kind in ("i", "f") and n:
+                    (keep if kept == "all" or name in kept else drop).append((kind, off, n))
+        # shared slices (routes) are kept whole wherever one holder keeps them
+        drop = [d for d in drop if not any(k[0] == d[0] and k[1] < d[1] + d[2] and
+                                           d[1] < k[1] + k[2] for k in keep)]
+        drop_pages({"i": self.I, "f": self.F}, drop)
 
     def _finish_arrays(self):
         from ccmod.kernel.record import load_arrays, signal_arrays, state_arrays

@@ -197,6 +197,7 @@ class Arena:
         return cls(*out)
 
 
+_MADV_DONTNEED = 4
 _MADV_NOHUGEPAGE = 15
 _madvise = None
 
@@ -205,6 +206,17 @@ def _small_pages(bufs, regions):
     """Keep ``regions`` (``(kind, offset, length)`` of the buffers) out of transparent huge
     pages (Linux ``madvise(MADV_NOHUGEPAGE)``; nothing elsewhere, or for regions under
     2 MB: they could hold no huge page of their own)."""
+    _advise(bufs, regions, _MADV_NOHUGEPAGE, 2 << 20)
+
+
+def drop_pages(bufs, regions):
+    """Give the memory of ``regions`` (``(kind, offset, length)`` of ``bufs``, a dict
+    ``{"i": I, "f": F}``) back to the system: their whole pages read as zeros afterwards
+    (Linux ``madvise(MADV_DONTNEED)``; nothing elsewhere)."""
+    _advise(bufs, regions, _MADV_DONTNEED, 4096)
+
+
+def _advise(bufs, regions, advice, min_bytes):
     global _madvise
     if _madvise is None:
         _madvise = False
@@ -221,13 +233,13 @@ def _small_pages(bufs, regions):
         return
     page = 4096
     for kind, off, n in regions:
-        if kind not in bufs or n * 8 < 2 << 20:
+        if kind not in bufs or n * 8 < min_bytes:
             continue
         a = bufs[kind].ctypes.data + 8 * off
         lo = -(-a // page) * page
         hi = (a + 8 * n) // page * page
         if hi > lo:
-            _madvise(lo, hi - lo, _MADV_NOHUGEPAGE)   # advice: a failure changes nothing
+            _madvise(lo, hi - lo, advice)   # advice: a failure changes nothing
 
 
 def _constant(init, kind):
