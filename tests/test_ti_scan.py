@@ -11,6 +11,9 @@ giving what its compiled code gives.
 from __future__ import annotations
 
 import random
+import re
+
+import numpy as np
 
 import pytest
 
@@ -177,3 +180,54 @@ def test_every_field_form_line_by_line():
             got = _same([f"1 init 1\n{form}\n1 compute 1 # done"], **opts)
             seen.add(got[0])
     assert seen == {"ok", "error"}
+
+
+def _decimal(rng: random.Random) -> str:
+    """A number as traces write them, or close to one (odd forms too)."""
+    k = rng.random()
+    if k < 0.3:
+        return repr(rng.uniform(0, 10 ** rng.randint(0, 12)))
+    if k < 0.5:
+        return f"{rng.uniform(0, 1e6):.{rng.randint(0, 6)}f}"
+    if k < 0.7:
+        return f"{rng.uniform(0, 1e6):.{rng.randint(0, 10)}{rng.choice('eE')}}"
+    digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 20)))
+    pos = rng.randint(0, len(digits))
+    tok = digits[:pos] + rng.choice([".", "", ""]) + digits[pos:]
+    if rng.random() < 0.5:
+        tok += rng.choice("eE") + rng.choice(["", "+", "-"]) + str(rng.randint(0, 30))
+    return tok + rng.choice(["", "", "", "x", ".", "e", "1_0"])
+
+
+@pytest.mark.parametrize("py", [False, True])
+def test_exact_floats_equal_float(py):
+    # whatever the compiled fast path claims, float() gives bit for bit
+    rng = random.Random(11)
+    toks = [_decimal(rng) for _ in range(4000 if not py else 600)]
+    toks += [repr(rng.uniform(0, 1e6)) for _ in range(300)]
+    toks += [f"{rng.randrange(1, 10**18)}e{rng.randint(-340, 300)}" for _ in range(300)]
+    toks += ["1e-400", "1e309", "2.2250738585072011e-308", "1.7976931348623157e308",
+             "999999999999999999", "1000000000000000000", "123456789012345678e-5", "3e23",
+             "0", "0.0", "0e999", "1.", ".5", "1e22", "1e23", "9007199254740992",
+             "9007199254740993", "0.1", "312.5", "1e-22", "1e-23", "00012.50", ".", "e5",
+             "1e", "-1", "+1", "1.2.3", "123456789012345.6", "4.35e+06"]
+    toks = " ".join(toks).split()       # (a generated token may be empty)
+    text = " ".join(toks).encode()
+    buf = np.frombuffer(text, np.uint8)
+    s = np.array([m.start() for m in re.finditer(rb"\S+", text)], np.int64)
+    e = np.array([m.end() for m in re.finditer(rb"\S+", text)], np.int64)
+    val, ok = np.empty(len(s)), np.empty(len(s), np.bool_)
+    fn = ti_compiled.exact_floats
+    (getattr(fn, "py_func", fn) if py else fn)(buf, s, e, ti_scan._POW10, *ti_scan._pow5(),
+                                                   val, val.view(np.uint64), ok)
+    claimed = 0
+    for t, v, good in zip(toks, val.tolist(), ok.tolist()):
+        if good:
+            assert v == float(t) and str(v) == str(float(t)), t
+            claimed += 1
+    assert claimed > len(toks) // 2
+    # Clinger's cases and Eisel-Lemire's (17-digit reprs, 1e23) are both claimed
+    assert ok[toks.index("312.5")] and ok[toks.index("3e23")]
+    reprs = [i for i, t in enumerate(toks) if len(t.replace(".", "").lstrip("0")) >= 16
+             and t.replace(".", "").isdigit()]
+    assert reprs and ok[reprs].mean() > 0.9

@@ -123,49 +123,51 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
             break
         # tokens (space / tab separated; '#' starts a comment), read byte by byte once
         k = 0
-        inside = False
-        comment = False
-        v = 0
-        nd = 0          # digits so far in the token (after a leading '-'); -1: not digits
         code = 0
         i = pos
-        while i < n:
-            c = buf[i]
-            if c == 10:
+        while True:
+            while i < n and (buf[i] == 32 or buf[i] == 9):
+                i += 1
+            if i >= n or buf[i] == 10:
                 break
-            if not comment:
-                if c == 32 or c == 9 or c == 35:
-                    if inside:
-                        if k < 6:
-                            te[k], tv[k], td[k] = i, v, nd > 0
-                        k += 1
-                        inside = False
-                    if c == 35:
-                        comment = True
-                else:
-                    sign = False
-                    if not inside:
-                        inside = True
-                        sign = c == 45
-                        if k < 6:
-                            ts[k] = i
-                            tneg[k] = sign
-                        v = 0
-                        nd = 0
-                    if not sign and nd >= 0:
-                        d = int(c) - 48
-                        if 0 <= d <= 9:
+            if buf[i] == 35:                    # a comment: the rest of the line
+                while i < n and buf[i] != 10:
+                    i += 1
+                break
+            a = i
+            if k == 1:                          # the action: its first 8 bytes as code
+                while i < n:
+                    c = buf[i]
+                    if c == 32 or c == 9 or c == 10 or c == 35:
+                        break
+                    if i - a < 8:
+                        code |= int(c) << (8 * (i - a))
+                    i += 1
+                v = 0
+                nd = -1
+            else:
+                neg = buf[i] == 45
+                if neg:
+                    i += 1
+                v = 0
+                nd = 0                          # digits read; -1: not a digit string
+                while i < n:
+                    c = buf[i]
+                    d = int(c) - 48
+                    if 0 <= d <= 9:
+                        if nd >= 0:
                             if nd < 18:         # longer ones are never read as integers
                                 v = v * 10 + d
                             nd += 1
-                        else:
-                            nd = -1
-                    if k == 1 and i - ts[1] < 8:
-                        code |= int(c) << (8 * (i - ts[1]))
-            i += 1
-        if inside:
+                    elif c == 32 or c == 9 or c == 10 or c == 35:
+                        break
+                    else:
+                        nd = -1
+                    i += 1
+                if k < 6:
+                    tneg[k] = neg
             if k < 6:
-                te[k], tv[k], td[k] = i, v, nd > 0
+                ts[k], te[k], tv[k], td[k] = a, i, v, nd > 0
             k += 1
         line_start, line_end = pos, i
         pos = i + 1
@@ -275,3 +277,146 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
     if status == SCAN_DONE and bad:
         return SCAN_BADRANK
     return status
+
+
+_MAX64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+_M32 = np.uint64(0xFFFFFFFF)
+_U0, _U1, _U3, _U9, _U32, _U52, _U63 = (np.uint64(x) for x in (0, 1, 3, 9, 32, 52, 63))
+_TOP, _B52, _B53 = np.uint64(1 << 63), np.uint64(1 << 52), np.uint64(1 << 53)
+_LOW9 = np.uint64(0x1FF)
+
+
+def pow5_table():
+    """Lemire's 128-bit significands of 5^q for q = -342..308, as (high, low) uint64
+    halves: 5^q shifted to 128 bits and truncated for q >= 0; for q < 0, the 128 high
+    bits of floor(2^b / 5^-q) + 1 (b: 127 + bit length of 5^-q when q >= -27, else
+    twice that length + 128). Exact integer arithmetic (a few ms at first use)."""
+    hi, lo = [], []
+    for q in range(-342, 309):
+        if q < 0:
+            p5 = 5 ** -q
+            z = p5.bit_length()
+            c = (1 << (z + 127 if q >= -27 else 2 * z + 128)) // p5 + 1
+        else:
+            c = 5 ** q << max(0, 128 - (5 ** q).bit_length())
+        c >>= max(0, c.bit_length() - 128)
+        hi.append(c >> 64)
+        lo.append(c & ((1 << 64) - 1))
+    return np.array(hi, np.uint64), np.array(lo, np.uint64)
+
+
+@njit(cache=True)
+def _mul128(a, b):
+    """(high, low) 64-bit halves of the 128-bit product of uint64 ``a`` and ``b``."""
+    a_lo, a_hi = a & _M32, a >> _U32
+    b_lo, b_hi = b & _M32, b >> _U32
+    p0, p1, p2, p3 = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi
+    mid = (p0 >> _U32) + (p1 & _M32) + (p2 & _M32)
+    return p3 + (p1 >> _U32) + (p2 >> _U32) + (mid >> _U32), (p0 & _M32) | (mid << _U32)
+
+
+@njit(cache=True)
+def exact_floats(buf, s, e, pow10, t_hi, t_lo, val, val_bits, ok):
+    """``float(token)`` of tokens ``buf[s[i]:e[i]]`` written as plain decimals
+    ``d[.d][e[+-]d]`` (no sign first) with at most 18 significant digits (an integer m,
+    times 10^p), where the result is sure to be ``float``'s (``ok[i]``; False for every
+    other token, left to the caller's general conversion):
+
+    * Clinger's fast path: m <= 2^53 and |p| <= 22 (``pow10``: 1e0..1e22, exact doubles):
+      m * 10^p or m / 10^-p is one correctly rounded operation on exact operands;
+    * else the Eisel-Lemire algorithm (``t_hi``/``t_lo``: :func:`pow5_table`): m times
+      the 128-bit 5^p, rounded to 53 bits when the truncated product decides the
+      rounding; undecided cases (near halfway, subnormal, overflow) are not ok.
+
+    ``val_bits`` is ``val`` seen as uint64 (where Eisel-Lemire writes the double's bits).
+    """
+    for i in range(s.shape[0]):
+        a, b = s[i], e[i]
+        j = a
+        m = 0
+        nd = 0          # significant digits in m (leading zeros do not count)
+        seen = False    # any mantissa digit at all
+        p = 0
+        good = True
+        while j < b and 48 <= buf[j] <= 57:
+            d = int(buf[j]) - 48
+            seen = True
+            if nd > 0 or d != 0:
+                if nd < 18:
+                    m = m * 10 + d
+                nd += 1
+            j += 1
+        if j < b and buf[j] == 46:                      # '.'
+            j += 1
+            while j < b and 48 <= buf[j] <= 57:
+                d = int(buf[j]) - 48
+                seen = True
+                if nd > 0 or d != 0:
+                    if nd < 18:
+                        m = m * 10 + d
+                    nd += 1
+                p -= 1
+                j += 1
+        if nd > 18:
+            good = False                                # m is not all there
+        if j < b and (buf[j] == 101 or buf[j] == 69):   # 'e' / 'E'
+            j += 1
+            sign = 1
+            if j < b and (buf[j] == 43 or buf[j] == 45):
+                sign = -1 if buf[j] == 45 else 1
+                j += 1
+            x = 0
+            nx = 0
+            while j < b and 48 <= buf[j] <= 57:
+                if x < 100000:
+                    x = x * 10 + int(buf[j]) - 48
+                nx += 1
+                j += 1
+            if nx == 0:
+                good = False
+            p += sign * x
+        if j != b or not seen:
+            good = False
+        v = 0.0
+        bits = _U0
+        if good:
+            if m == 0:
+                v = 0.0
+            elif m <= 9007199254740992 and -22 <= p <= 22:
+                v = float(m) * pow10[p] if p >= 0 else float(m) / pow10[-p]
+            elif -342 <= p <= 308:
+                # Eisel-Lemire: normalise m, multiply by the 128-bit 5^p
+                w = np.uint64(m)
+                lz = 0
+                while w & _TOP == _U0:
+                    w = w << _U1
+                    lz += 1
+                hi, lo = _mul128(w, t_hi[p + 342])
+                if hi & _LOW9 == _LOW9:         # the low bits may carry: 64 bits more
+                    yhi, _ = _mul128(w, t_lo[p + 342])
+                    if lo > _MAX64 - yhi:
+                        lo = lo - (_MAX64 - yhi) - _U1
+                        hi = hi + _U1
+                    else:
+                        lo = lo + yhi
+                    if lo == _MAX64 and not -27 <= p <= 55:
+                        good = False
+                msb = hi >> _U63
+                mant = hi >> (msb + _U9)
+                e2 = ((217706 * p) >> 16) + 63 + 1023 + int(msb) - lz
+                if lo <= _U1 and mant & _U3 == _U1:
+                    good = False                # maybe halfway between two doubles
+                mant = (mant + (mant & _U1)) >> _U1
+                if mant >= _B53:
+                    mant = _B52
+                    e2 += 1
+                if e2 <= 0 or e2 >= 0x7FF:
+                    good = False                # subnormal or overflow
+                if good:
+                    bits = (np.uint64(e2) << _U52) | (mant & (_B52 - _U1))
+            else:
+                good = False
+        val[i] = v
+        if bits != _U0:
+            val_bits[i] = bits
+        ok[i] = good

@@ -11,8 +11,10 @@ the line parser, :class:`~workloads.ti_parse.TIParser`):
   with well-formed fields (digit strings for ranks, peers and tags; counts and flops that
   are digit strings of at most 15 digits, exact in a double), becomes a record here;
 * a count or flops field that is another number (``1e6``, ``2.5``) is converted after the
-  pass by :func:`ti_fast.float_tokens` (numpy's correctly rounding cast, as ``float``);
-  a field that is not a number sends its line to the line parser;
+  pass: compiled when it is sure to be ``float``'s (Clinger's fast path, else the
+  Eisel-Lemire algorithm: :func:`~ccmod.workloads.ti_compiled.exact_floats`), else by
+  :func:`ti_fast.float_tokens` (numpy's correctly rounding cast); both equal ``float``.
+  A field that is not a number sends its line to the line parser;
 * every other non-empty line (requests, waits, collectives, ``init`` ...) and every line
   this module is not sure about goes through the line parser, in file order, after the
   block's fast lines (which touch no parser state but the rank facts below), so records,
@@ -36,9 +38,22 @@ MAX_TABLE = 1 << 22
 _BIG_FLOPS = 9.0e18          # TIParser's bound on compute flops
 _MAX_COUNT = float(1 << 53)  # TIParser's bound on element counts
 _I31 = 1 << 31
+_POW10 = np.array([float(10 ** i) for i in range(23)])   # exact doubles
 #: the records' integer columns (rows of the scan's ``rec``) and their dtypes
 _COLS = (("line", np.int64), ("rank", np.int32), ("op", np.int8), ("peer", np.int32),
          ("tag", np.int32), ("nbytes", np.int64))
+
+
+def _pow5():
+    """Lemire's table of 128-bit powers of five (made once per process)."""
+    global _POW5
+    if _POW5 is None:
+        from ccmod.workloads.ti_compiled import pow5_table
+        _POW5 = pow5_table()
+    return _POW5
+
+
+_POW5 = None
 
 
 def side_rows(block_bytes: int) -> int:
@@ -140,7 +155,12 @@ def _flush(p, data, buf, fname, fid, untagged, all_lines, rec, dur, base, side,
     if npend:
         pend = side[tc.S_PEND_REC, :npend]
         pend_s = side[tc.S_PEND_S, :npend]
-        vals, ok = float_tokens(buf, pend_s, side[tc.S_PEND_E, :npend])
+        pend_e = side[tc.S_PEND_E, :npend]
+        vals, ok = np.empty(npend, np.float64), np.empty(npend, np.bool_)
+        tc.exact_floats(buf, pend_s, pend_e, _POW10, *_pow5(), vals, vals.view(np.uint64), ok)
+        rest = np.flatnonzero(~ok)
+        if rest.size:                   # others: the correctly rounding cast
+            vals[rest], ok[rest] = float_tokens(buf, pend_s[rest], pend_e[rest])
         comp = block["op"][pend] == OP_COMPUTE
         ok &= (vals >= 0.0) & (vals < np.where(comp, _BIG_FLOPS, _MAX_COUNT))
         c, q = pend[comp & ok], pend[~comp & ok]
