@@ -19,7 +19,10 @@ number of active flows. Before that walk, a dirty resource whose component is a 
 (every class on one resource D, their other hops private, none held below D's fair share)
 is served by D's bottleneck group (:mod:`ccmod.kernel.mm_groups`): one rate, one clock,
 one heap entry for all its classes, so an incast of K senders costs O(hops + log K) per
-start or end, not O(K). The state is slices of the kernel's two buffers (``S`` holds
+start or end, not O(K). And when every dirty resource carries one class alone on its
+route (each hop private: most re-solves of random pairs), each such class is rated
+directly (:func:`_solve_lone`), with progressive filling's arithmetic and order, no walk.
+The state is slices of the kernel's two buffers (``S`` holds
 offsets into ``I`` and ``F``, see :mod:`ccmod.kernel.state`).
 """
 from __future__ import annotations
