@@ -56,8 +56,12 @@ def _err(w: Workload, i: int, what: str, hint: str | None = None) -> CcmodInputE
     return CcmodInputError(what, source=f, line=ln, hint=hint)
 
 
-def match_messages(w: Workload) -> tuple[np.ndarray, np.ndarray]:
+def match_messages(w: Workload, sends: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Return (send_rec, recv_rec) of matched pairs, ordered by send record index.
+
+    ``sends``, if given, receives the columns of the send records gathered on the way
+    (``rank`` of every record; ``src``, ``peer``, ``tag``, ``nbytes`` of the sends, in
+    ``send_rec`` order): :func:`compile_messages` does not gather them again.
 
     Raises
     ------
@@ -69,32 +73,48 @@ def match_messages(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     op = w.op
     s_idx = np.flatnonzero((op == OP_SEND) | (op == OP_ISEND))
     r_idx = np.flatnonzero((op == OP_RECV) | (op == OP_IRECV))
+    peers = []
     for idx in (s_idx, r_idx):
-        bad = idx[(w.peer[idx] < 0) | (w.peer[idx] >= w.nranks)]
+        p = w.peer[idx]
+        bad = idx[(p < 0) | (p >= w.nranks)]
         if bad.size:
             i = int(bad[0])
             raise _err(w, i, f"{OP_NAMES[op[i]]} names rank {int(w.peer[i])}, but the trace "
                              f"has ranks 0..{w.nranks - 1}", "fix the peer rank")
-    paired = _pair_by_channel(w, rank, s_idx, r_idx)
+        peers.append(p)
+    got = {}
+    paired = _pair_by_channel(w, rank, s_idx, r_idx, peers=peers, got=got)
     if paired is None:   # some channel has more sends than receives or the reverse
         paired = _pair_or_explain(w, rank, s_idx, r_idx)
-    return _check_sizes(w, *paired)
+    send_rec, recv_rec = paired
+    # either way the sends come in record order: send_rec is s_idx
+    sb = w.nbytes[send_rec]
+    if sends is not None:
+        sends.update(rank=rank, src=got.get("src"), peer=peers[0], tag=got.get("tag"),
+                     nbytes=sb)
+    return _check_sizes(w, send_rec, recv_rec, sb)
 
 
-def _pair_by_channel(w: Workload, rank, s_idx, r_idx):
+def _pair_by_channel(w: Workload, rank, s_idx, r_idx, peers=None, got=None):
     """(send_rec, recv_rec) ordered by send record, or None when the channels do not balance.
 
     Both sides sorted by channel (src, dst, tag) keep record order inside a channel
     (stable sort); when every channel has as many sends as receives the two sorted
     sequences name the same channels at every position, and the n-th send of a channel
     sits beside its n-th receive. One-dimensional keys: cheap in time and memory.
+    ``peers``: ``w.peer`` at ``s_idx`` and ``r_idx`` if gathered already; ``got`` (a
+    dict) receives the sends' ``src`` (ranks) and ``tag``.
     """
     if len(s_idx) != len(r_idx):
         return None
     n = np.int64(max(w.nranks, 1))
-    s_pair = rank[s_idx] * n + w.peer[s_idx]
-    r_pair = w.peer[r_idx].astype(np.int64) * n + rank[r_idx]
+    s_peer, r_peer = peers if peers is not None else (w.peer[s_idx], w.peer[r_idx])
+    src = rank[s_idx]
+    s_pair = src * n + s_peer
+    r_pair = r_peer.astype(np.int64) * n + rank[r_idx]
     s_tag, r_tag = w.tag[s_idx], w.tag[r_idx]
+    if got is not None:
+        got.update(src=src, tag=s_tag)
     if n * n < (1 << 31):
         # one int64 key per message, (pair, tag) in lexicographic order: one stable sort
         s_key = (s_pair << 32) + (s_tag.astype(np.int64) + (1 << 31))
@@ -184,10 +204,11 @@ def _pair_or_explain(w: Workload, rank, s_idx, r_idx):
     return send_rec[order], recv_rec[order]
 
 
-def _check_sizes(w: Workload, send_rec, recv_rec):
-    """MPI's size rules on matched pairs; returns them."""
+def _check_sizes(w: Workload, send_rec, recv_rec, sb=None):
+    """MPI's size rules on matched pairs; returns them. ``sb``: the sends' sizes, if
+    gathered already."""
     rb = w.nbytes[recv_rec]
-    sb = w.nbytes[send_rec]
+    sb = w.nbytes[send_rec] if sb is None else sb
     # an MPI receive count is the buffer's capacity: a larger receive is legal (the message
     # has the send's size); a smaller one is MPI's truncation error (MPI_ERR_TRUNCATE)
     bad = np.flatnonzero((rb >= 0) & (rb < sb))
@@ -213,8 +234,9 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     measures ``o_send + latency + o_recv``); otherwise they are left in it and the arrays
     are zero, so a run never counts them twice.
     """
-    send_rec, recv_rec = match_messages(w)
-    rank = _rank_of_records(w)
+    sends = {}
+    send_rec, recv_rec = match_messages(w, sends)
+    rank = sends["rank"]
     M0 = len(send_rec)
     # active messages (LoPC request/reply): a request and its reply per record, appended
     am = np.flatnonzero(w.op == OP_AMREQUEST)
@@ -223,10 +245,13 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         raise _err(w, int(bad[0]), f"active-message request to rank {int(w.peer[bad[0]])}, but "
                                    f"the trace has ranks 0..{w.nranks - 1} (and not itself)")
     A = len(am)
-    src = rank[send_rec].astype(np.int32, copy=False)
-    dst = w.peer[send_rec].astype(np.int32, copy=False)
-    nbytes = w.nbytes[send_rec].astype(np.int64, copy=False)
-    tag = w.tag[send_rec].astype(np.int32, copy=False)
+    # the sends' columns as matching gathered them (send_rec order)
+    gather = lambda name, col: col[send_rec] if sends.get(name) is None else sends[name]  # noqa
+    src = gather("src", rank).astype(np.int32, copy=False)
+    dst = gather("peer", w.peer).astype(np.int32, copy=False)
+    nbytes = gather("nbytes", w.nbytes).astype(np.int64, copy=False)
+    tag = gather("tag", w.tag).astype(np.int32, copy=False)
+    del sends
     # zeros nothing writes: their pages stay untouched (the engine fills them as scalars)
     kind = np.zeros(M0, np.int8)
     handler_s = np.zeros(M0)

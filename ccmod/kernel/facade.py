@@ -45,7 +45,8 @@ class _Facade:
         p = self.route_ptr[k]
         self.route_res[p:p + len(route)] = route
         self.route_ptr[k + 1:] = p + len(route)
-        self.S.emsg[p:p + len(route)] = k
+        if hasattr(self.S, "emsg"):        # the article's rule's message of each entry
+            self.S.emsg[p:p + len(route)] = k
         self.ids.append(int(m))
         self.nactive += 1
         return k

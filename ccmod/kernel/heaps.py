@@ -94,6 +94,10 @@ def heap_remove(I, F, item, pos, key, tie, off, lens, h, x):
         y = I[item + off + n]
         I[item + off + i] = y
         I[pos + y] = i
+        # y in x's place: nothing moves when y and x are equal in the heap's order (the
+        # pairs of an incast, all keyed by the same share and group): no sift calls
+        if tie >= 0 and F[key + y] == F[key + x] and I[tie + y] == I[tie + x]:
+            return
         heap_down(I, F, item, pos, key, tie, off, n, i)
         heap_up(I, F, item, pos, key, tie, off, I[pos + y])
 

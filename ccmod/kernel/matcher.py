@@ -20,8 +20,7 @@ to let Python grow the pool, then goes on).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND
@@ -38,8 +37,8 @@ def _key(src, dst, tag, n):
     return ((src * n + dst) << 32) | (tag & 0xFFFFFFFF)
 
 
-@njit(cache=True)
-def _push(chan, head, tail, nxt, qid, qrec, qnb, free, c, mid, g, nb):
+@njit(cache=True, _nrt=False)
+def _push(head, tail, nxt, qid, qrec, qnb, free, c, mid, g, nb):
     """Queue send ``mid`` (record g, ``nb`` bytes) on channel c; False when the pool is
     full."""
     x = free[0]
@@ -58,16 +57,25 @@ def _push(chan, head, tail, nxt, qid, qrec, qnb, free, c, mid, g, nb):
     return True
 
 
-@njit(cache=True)
-def _channel(chan, ct, s, d, tag, n):
-    """Channel id of (s, d, tag), numbered as first seen; an id past the channel arrays
-    (``head``) is registered only on the hash path (the caller returns GROW either way).
+@njit(cache=True, _nrt=False)
+def _hash(key):
+    """Spread a channel key's pair (high half) and tag (low half) over the low bits."""
+    h = (key >> 32) * 1000003 + (key & 0xFFFFFFFF)
+    return h ^ (h >> 17)
 
-    ``ct = (pair_first, ctag, cnext, nch)``: with ``nch[1]`` set (n^2 small enough) a
-    dense per-pair list of the pair's tags' channels (a few array reads; a typed-Dict
-    lookup costs ~0.3 us, the matcher's largest cost); else ``chan`` hashes the key.
+
+@njit(cache=True, _nrt=False)
+def _channel(hkey, hval, pfirst, ctag, cnext, nch, s, d, tag, n):
+    """Channel id of (s, d, tag), numbered as first seen; an id past the channel arrays
+    is not registered (the caller returns GROW, then asks again).
+
+    ``pfirst, ctag, cnext, nch``: with ``nch[1]`` set (n^2 small enough) a dense per-pair
+    list of the pair's tags' channels (a few array reads); else ``hkey``/``hval``, an
+    open-addressing hash of the keys (twice the channel arrays' size: at most half full).
+    The matcher's functions take no typed container and manage no reference counts
+    (``_nrt=False``): numba's per-call reference counting of ~20 array arguments was
+    ~3/4 of the matcher's time.
     """
-    pfirst, ctag, cnext, nch = ct
     if nch[1]:
         p = s * n + d
         c = pfirst[p]
@@ -83,16 +91,35 @@ def _channel(chan, ct, s, d, tag, n):
             pfirst[p] = c
         return c
     key = _key(s, d, tag, n)
-    if key in chan:
-        return chan[key]
-    c = len(chan)
-    chan[key] = c
-    nch[0] = c + 1
+    mask = hkey.shape[0] - 1
+    i = _hash(key) & mask
+    while hkey[i] >= 0:
+        if hkey[i] == key:
+            return hval[i]
+        i = (i + 1) & mask
+    c = nch[0]
+    if c < ctag.shape[0]:
+        nch[0] = c + 1
+        hkey[i] = key
+        hval[i] = c
     return c
 
 
-@njit(cache=True)
-def _scan_one(s, rank_end, n, chan, ct, head, tail, nxt, qid, qrec, qnb, free, sc, sn, send_base,
+@njit(cache=True, _nrt=False)
+def _rehash(okey, oval, hkey, hval):
+    """Insert the old table's entries into the new (larger, empty) one."""
+    mask = hkey.shape[0] - 1
+    for j in range(okey.shape[0]):
+        if okey[j] >= 0:
+            i = _hash(okey[j]) & mask
+            while hkey[i] >= 0:
+                i = (i + 1) & mask
+            hkey[i] = okey[j]
+            hval[i] = oval[j]
+
+
+@njit(cache=True, _nrt=False)
+def _scan_one(s, rank_end, n, hkey, hval, pfirst, ctag, cnext, nch, head, tail, nxt, qid, qrec, qnb, free, sc, sn, send_base,
               sop, speer, stag, snb, sbase, slen, B, err):
     """Queue the next record of rank s if it is a send (read from s's scan buffer).
     Returns 0, GROW (pool full, nothing done), NEED (s's buffer does not hold the record:
@@ -110,10 +137,10 @@ def _scan_one(s, rank_end, n, chan, ct, head, tail, nxt, qid, qrec, qnb, free, s
         if d < 0 or d >= n:
             sc[s] = g + 1          # reported when the sender's window is loaded
             return 0
-        c = _channel(chan, ct, s, d, stag[j], n)
+        c = _channel(hkey, hval, pfirst, ctag, cnext, nch, s, d, stag[j], n)
         if c >= head.shape[0]:
             return GROW
-        if not _push(chan, head, tail, nxt, qid, qrec, qnb, free, c, send_base[s] + sn[s],
+        if not _push(head, tail, nxt, qid, qrec, qnb, free, c, send_base[s] + sn[s],
                      g, snb[j]):
             return GROW
         sn[s] += 1
@@ -121,9 +148,9 @@ def _scan_one(s, rank_end, n, chan, ct, head, tail, nxt, qid, qrec, qnb, free, s
     return 0
 
 
-@njit(cache=True)
-def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0, chan, ct,
-           head, tail, nxt, qid, qrec, qnb, free, lc, lsn, lam, sc, sn, sop, speer, stag,
+@njit(cache=True, _nrt=False)
+def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0, hkey, hval,
+           pfirst, ctag, cnext, nch, head, tail, nxt, qid, qrec, qnb, free, lc, lsn, lam, sc, sn, sop, speer, stag,
            snb, sbase, slen, B, out, out_nb, err):
     """Give message ids to rank r's records ``[lc[r], g1)`` in ``out[g - g0]`` (its
     records' columns ``op``... indexed ``g - g0`` too), and each message's size (the
@@ -148,10 +175,10 @@ def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0
                 err[0] = E_NEGSIZE
                 return -(g + 1)
             if g >= sc[r]:         # not scanned ahead yet: queue it now
-                c = _channel(chan, ct, r, d, tag[i], n)
+                c = _channel(hkey, hval, pfirst, ctag, cnext, nch, r, d, tag[i], n)
                 if c >= head.shape[0]:
                     return GROW
-                if not _push(chan, head, tail, nxt, qid, qrec, qnb, free, c,
+                if not _push(head, tail, nxt, qid, qrec, qnb, free, c,
                              send_base[r] + lsn[r], g, nbytes[i]):
                     return GROW
                 sn[r] = lsn[r] + 1
@@ -163,11 +190,11 @@ def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0
             if s < 0 or s >= n:
                 err[0] = E_PEER
                 return -(g + 1)
-            c = _channel(chan, ct, s, r, tag[i], n)
+            c = _channel(hkey, hval, pfirst, ctag, cnext, nch, s, r, tag[i], n)
             if c >= head.shape[0]:
                 return GROW
             while head[c] < 0:     # the send is further on in the sender's trace
-                k = _scan_one(s, rank_end, n, chan, ct, head, tail, nxt, qid, qrec, qnb, free,
+                k = _scan_one(s, rank_end, n, hkey, hval, pfirst, ctag, cnext, nch, head, tail, nxt, qid, qrec, qnb, free,
                               sc, sn, send_base, sop, speer, stag, snb, sbase, slen, B, err)
                 if k == GROW or k == NEED:
                     return k
@@ -195,13 +222,6 @@ def _match(r, g0, g1, op, peer, tag, nbytes, rank_end, n, send_base, am_base, m0
             sc[r] = g + 1
         lc[r] = g + 1
     return 0
-
-
-@njit(cache=True)
-def _new_channels():
-    # made in compiled code: a typed Dict built from Python compiles its constructor in
-    # every process (~1 s), a cached function does not
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
 class Matcher:
@@ -233,7 +253,6 @@ class Matcher:
         self.am_base = np.concatenate([[0], np.cumsum(nam)[:-1]]).astype(np.int64)
         self.m0 = int(np.sum(nsend))
         self.nmsg = self.m0 + 2 * int(np.sum(nam))
-        self.chan = _new_channels()
         # dense pair table up to 2^22 pairs (32 MB), else the hash (see _channel)
         dense = n * n <= DENSE_PAIRS
         self.nch = np.array([0, int(dense)], np.int64)
@@ -268,6 +287,14 @@ class Matcher:
             grown.append(a)
         self.head, self.tail, self.ctag, self.cnext = grown
         self.ct = (self.pair_first, self.ctag, self.cnext, self.nch)
+        # the hash of channel keys (past the dense table's size): twice k, a power of two
+        size = 1 if self.nch[1] else 1 << max(int(2 * k - 1).bit_length(), 1)
+        old = getattr(self, "hkey", None)
+        if old is None or len(old) != size:
+            hkey, hval = np.full(size, -1, np.int64), np.zeros(size, np.int64)
+            if old is not None:
+                _rehash(old, self.hval, hkey, hval)
+            self.hkey, self.hval = hkey, hval
 
     def _grow_pool(self, k):
         old = len(self.nxt)
@@ -307,7 +334,7 @@ class Matcher:
         nb = np.zeros(g1 - g0, np.int64)
         while True:
             k = _match(r, g0, g1, *rec, self.rank_end, self.n, self.send_base,
-                       self.am_base, self.m0, self.chan, self.ct, self.head, self.tail, self.nxt,
+                       self.am_base, self.m0, self.hkey, self.hval, *self.ct, self.head, self.tail, self.nxt,
                        self.qid, self.qrec, self.qnb, self.free, self.lc, self.lsn, self.lam,
                        self.sc, self.sn, *self.scan_cols, self.sbase, self.slen, self.B, out,
                        nb, self.err)

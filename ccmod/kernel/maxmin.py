@@ -39,33 +39,57 @@ INF = np.inf
 
 
 def class_bound(nresources, route_ptr, route_res, flow_cap):
-    """How many classes the messages can form: their distinct (route, rate cap) pairs.
+    """How many classes the messages can form, their distinct (route, rate cap) pairs, and
+    how many of those cross each resource: ``(classes, per_resource)``.
 
     Each pair is one integer (the cap's index, then every hop's resource + 1, in base
     ``nresources + 1``; a shorter route ends with zero digits), exact while it fits in 62
-    bits; otherwise, or without caps, the number of messages (always enough).
+    bits; otherwise, or without caps, the number of messages (always enough) and ``None``
+    (then a resource's list holds up to every route crossing it). The distinct pairs are
+    marked in a table over every key when that is small (no sort), and their hops read
+    back from the keys' digits.
     """
     M = len(route_ptr) - 1
     if flow_cap is None or M <= 1 or len(route_res) == 0:
-        return max(M, 1)
+        return max(M, 1), None
     rp = np.asarray(route_ptr, np.int64)
-    rr = np.asarray(route_res, np.int64)
     lens = np.diff(rp)
     hops = int(lens.max())
     cap = np.asarray(flow_cap, np.float64)[:M]
     if np.all(cap == cap[0]):
-        ncaps, key = 1, np.zeros(M, np.int64)
+        ncaps, key = 1, None
     else:
         caps, key = np.unique(cap, return_inverse=True)
         ncaps, key = len(caps), key.astype(np.int64).reshape(M)
-    base = int(nresources) + 1
+    R = int(nresources)
+    base = R + 1
     if hops * np.log2(base) + np.log2(ncaps) >= 62:
-        return M
+        return M, None
+    if rp[0] == 0 and int(lens.min()) == hops:
+        # every route has the same hops (a star, a torus): its rows, no gathers
+        rows = np.asarray(route_res[:M * hops]).reshape(M, hops)
+        hop = lambda k: rows[:, k].astype(np.int64) + 1          # noqa: E731
+    else:
+        rr = np.asarray(route_res, np.int64)
+        hop = lambda k: np.where(k < lens, rr[np.minimum(rp[:-1] + k, len(rr) - 1)] + 1,  # noqa: E731
+                                 0)
     for k in range(hops):
-        v = np.where(k < lens, rr[np.minimum(rp[:-1] + k, len(rr) - 1)] + 1, 0)
-        key = key * base + v
-    key.sort()                # (np.unique hashes integers: several times slower here)
-    return 1 + int(np.count_nonzero(key[1:] != key[:-1]))
+        key = hop(k) if key is None else key * base + hop(k)
+    span = ncaps * base ** hops
+    if span <= max(4 * M, 1 << 16):
+        seen = np.zeros(span, np.bool_)
+        seen[key] = True
+        uk = np.flatnonzero(seen)
+    else:
+        key.sort()            # (np.unique hashes integers: several times slower here)
+        uk = key[np.concatenate(([True], key[1:] != key[:-1]))]
+    nc = len(uk)
+    digits = []
+    for k in range(hops):
+        v = uk % base
+        uk = uk // base
+        digits.append(v[v > 0] - 1)
+    return nc, np.bincount(np.concatenate(digits), minlength=R)[:R]
 
 
 def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_cap=None,
@@ -79,18 +103,16 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
     """
     R = int(nresources)
     M = len(route_ptr) - 1
-    E = len(route_res)
+    NC, per_res = class_bound(R, route_ptr, route_res, flow_cap)  # at most one per flow
+    if seg_cap is None and per_res is not None:
+        seg_cap = per_res           # a resource lists each of its classes once at most
     seg, P = resource_segments(R, route_res, seg_cap)
     cap_full = np.asarray(capacity_Bps, np.float64)
     cap = cap_full * (1.0 - np.asarray(background, np.float64))
-    emsg = np.zeros(E, np.int64)     # message of each route entry
-    rep = np.repeat(np.arange(M, dtype=np.int64), np.diff(route_ptr))
-    emsg[:len(rep)] = rep
     hops = int(np.max(np.diff(route_ptr))) if M > 0 else 1
     if max_hops is not None:
         hops = max(hops, int(max_hops))
     hb = max(hops - 1, 0).bit_length()          # a class's hop k at code (c << hb) | k
-    NC = class_bound(R, route_ptr, route_res, flow_cap)   # at most one per flow, too
     T = 1 << max(1, 2 * NC - 1).bit_length()    # class hash table, at most half full
     si0 = np.zeros(4, np.int64)
     si0[N_FREE] = NC
@@ -101,11 +123,13 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
         MmState, cap_full=("f", R, cap_full), cap=("f", R, cap), count=("i", R, 0),
         peak=("i", R, 0), area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0),
         seg=("i", R + 1, seg), r_len=("i", R, 0), r_item=("i", max(P, 1), 0),
-        f_cls=("i", M, -1), vfin=("f", M, 0.0), h_left=("i", M, -1), h_right=("i", M, -1),
+        # a flow's class and heap links are set when it starts (read only after): zeros,
+        # which cost no pass over the buffer
+        f_cls=("i", M, 0), vfin=("f", M, 0.0), h_left=("i", M, 0), h_right=("i", M, 0),
         d_flag=("i", R, 0), d_list=("i", R, 0), r_seen=("i", R, 0), rl=("i", R, 0),
         cap_left=("f", R, 0.0), users=("i", R, 0), done=("i", M, 0),
         si=("i", 4, si0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
-        emsg=("i", E, emsg), hb=("v", hb), hmask=("v", T - 1), ht=("i", T, 0),
+        hb=("v", hb), hmask=("v", T - 1), ht=("i", T, 0),
         c_free=("i", NC, np.arange(NC - 1, -1, -1, dtype=np.int64)), c_rep=("i", NC, -1),
         c_w=("i", NC, 0), c_rate=("f", NC, 0.0), c_v=("f", NC, 0.0), c_t=("f", NC, 0.0),
         c_fcap=("f", NC, INF), c_hash=("i", NC, 0), c_slot=("i", NC, 0),

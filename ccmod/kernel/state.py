@@ -78,7 +78,7 @@ CcState = namedtuple("CcState", (
 MmState = namedtuple("MmState", (
     "cap_full cap count peak area busy t_chg seg r_len r_item "
     "f_cls vfin h_left h_right d_flag d_list r_seen rl cap_left users done si sf "
-    "route_ptr route_res emsg hb hmask ht "
+    "route_ptr route_res hb hmask ht "
     "c_free c_rep c_w c_rate c_v c_t c_fcap c_hash c_slot c_root c_bott c_fz c_seen c_tfin "
     "c_item c_hpos cl c_pos route_end okey "
     "nx lb g_on g_v g_t g_rate g_len g_top g_item g_mark c_sh c_grp c_off c_gkey c_gpos"))
