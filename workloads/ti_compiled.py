@@ -1,8 +1,12 @@
-"""Decimal digit strings to integers, compiled: the TI reader's hottest step.
+"""The TI reader's compiled steps (numba, cached; plain Python under NUMBA_DISABLE_JIT=1).
 
-:func:`ccmod.workloads.ti_fast._digits` reads every rank, peer, tag and count token of a
-large trace; with numpy it took ~0.1 us per token in temporaries (most of the reading
-time of a 10^6-record trace). One compiled pass reads each token's bytes once.
+* :func:`scan_lines`: one pass over a block of lines making the records of the
+  well-formed compute/send/recv lines (:mod:`ccmod.workloads.ti_scan` drives it);
+* :func:`exact_floats`: decimal tokens to doubles where the result is sure to be
+  ``float``'s (Clinger's fast path, Eisel-Lemire);
+* :func:`token_bounds`, :func:`digit_values`: token bounds and digit strings for
+  :mod:`ccmod.workloads.ti_fast`'s numpy tokeniser (kept for its tests; with numba's JIT
+  on the scan reads the file, with it off the numpy versions run).
 """
 from __future__ import annotations
 
@@ -70,9 +74,11 @@ SCAN_TABLE = 2      # a rank beyond the per-rank tables: grow them, call again
 SCAN_BADRANK = 3    # a rank field this pass does not read: the block is the line parser's
 #: indices of scan_lines' ``state`` array
 ST_POS, ST_LINE, ST_NREC, ST_NSLOW, ST_NPEND, ST_NNEW, ST_NINB, ST_ARG = range(8)
-#: rows of scan_lines' ``rec`` (records' integer columns) and ``side`` (per-block lists:
-#: lines for the line parser, numbers left to convert, new ranks, byte-count datatypes)
-R_LINE, R_RANK, R_OP, R_PEER, R_TAG, R_NB = range(6)
+#: rows of scan_lines' ``rec`` and ``rec32`` (records' integer columns, in the Workload's
+#: widths but op) and ``side`` (per-block lists: lines for the line parser, numbers left
+#: to convert, new ranks, byte-count datatypes)
+R_LINE, R_NB = range(2)
+R32_RANK, R32_OP, R32_PEER, R32_TAG = range(4)
 (S_SLOW_LINE, S_SLOW_S, S_SLOW_E, S_PEND_REC, S_PEND_S, S_PEND_E, S_NEW_RANK, S_NEW_LINE,
  S_INB_REC, S_INB_S, S_INB_E) = range(11)
 _OP_COMPUTE, _OP_SEND, _OP_RECV = 0, 1, 2   # checked against workloads.base in ti_scan
@@ -86,12 +92,12 @@ _INIT = int.from_bytes(b"init", "little")
 
 @njit(cache=True)
 def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed, elem_tab,
-               seen, dt_elem, state, rec, dur, base, side):
+               seen, dt_elem, state, rec, rec32, dur, base, side):
     """Read the TI lines of ``buf`` from byte ``state[ST_POS]`` until a line starts at or
     after ``stop`` (see :mod:`ccmod.workloads.ti_scan` for the rules and outputs).
 
-    Well-formed ``compute``/``send``/``recv`` lines become records (columns ``rec[R_*]``
-    and ``dur`` from index ``base`` on, in line order, 1-based line numbers; a count or
+    Well-formed ``compute``/``send``/``recv`` lines become records (columns ``rec[R_*]``,
+    ``rec32[R32_*]`` and ``dur`` from index ``base`` on, in line order, 1-based line numbers; a count or
     flops field that is not a digit string of <= 15 digits is left in the ``S_PEND_*``
     rows of ``side`` for the caller's correctly rounding conversion); every other
     non-empty line is listed in the ``S_SLOW_*`` rows for the line parser. ``init`` lines
@@ -195,8 +201,8 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
         if k >= 3 and L1 == 7 and code == _COMPUTE:
             # compute <flops>
             j = base + nrec
-            rec[R_LINE, j], rec[R_RANK, j], rec[R_OP, j] = line, r, _OP_COMPUTE
-            rec[R_PEER, j], rec[R_TAG, j], rec[R_NB, j] = -1, 0, 0
+            rec[R_LINE, j], rec32[R32_RANK, j], rec32[R32_OP, j] = line, r, _OP_COMPUTE
+            rec32[R32_PEER, j], rec32[R32_TAG, j], rec[R_NB, j] = -1, 0, 0
             if td[2] and not tneg[2] and te[2] - ts[2] <= 15:
                 dur[j] = float(tv[2]) * inv_rate
             else:
@@ -251,9 +257,10 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
                     nb = elem
             if ok:
                 j = base + nrec
-                rec[R_LINE, j], rec[R_RANK, j] = line, r
-                rec[R_OP, j] = _OP_SEND if is_send else _OP_RECV
-                rec[R_PEER, j], rec[R_TAG, j], rec[R_NB, j], dur[j] = peer, tag, nb, 0.0
+                rec[R_LINE, j], rec32[R32_RANK, j] = line, r
+                rec32[R32_OP, j] = _OP_SEND if is_send else _OP_RECV
+                rec32[R32_PEER, j], rec32[R32_TAG, j] = peer, tag
+                rec[R_NB, j], dur[j] = nb, 0.0
                 if pend:
                     side[S_PEND_REC, npend] = nrec
                     side[S_PEND_S, npend], side[S_PEND_E, npend] = ts[k_cnt], te[k_cnt]

@@ -38,10 +38,12 @@ MAX_TABLE = 1 << 22
 _BIG_FLOPS = 9.0e18          # TIParser's bound on compute flops
 _MAX_COUNT = float(1 << 53)  # TIParser's bound on element counts
 _I31 = 1 << 31
+#: records per set of columns (a few blocks' worth; bounds the memory reserved at once)
+COLUMN_ROWS = 1 << 22
 _POW10 = np.array([float(10 ** i) for i in range(23)])   # exact doubles
-#: the records' integer columns (rows of the scan's ``rec``) and their dtypes
-_COLS = (("line", np.int64), ("rank", np.int32), ("op", np.int8), ("peer", np.int32),
-         ("tag", np.int32), ("nbytes", np.int64))
+#: the records' integer columns: rows of the scan's ``rec`` (int64) and ``rec32`` (int32)
+_COLS64 = ("line", "nbytes")
+_COLS32 = ("rank", "op", "peer", "tag")
 
 
 def _pow5():
@@ -102,17 +104,23 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
     assert (tc._OP_COMPUTE, tc._OP_SEND, tc._OP_RECV) == (OP_COMPUTE, OP_SEND, OP_RECV)
     buf = np.frombuffer(data, np.uint8)
     n = len(buf)
-    # a record line has >= 8 bytes and a newline (the last may lack it): the columns of
-    # the whole file fit in these (pages never written are never allocated)
-    cap = n // 8 + 2
-    rec = np.empty((len(_COLS), cap), np.int64)
-    dur = np.empty(cap, np.float64)
-    side = np.empty((11, min(cap, side_rows(block_bytes))), np.int64)
+    # a record line has >= 8 bytes and a newline (the last may lack it): a block of
+    # block_bytes makes at most block_rows records. The columns are filled block after
+    # block (each block's records stay views of them) and made anew when the next block
+    # might not fit; pages never written are never allocated.
+    block_rows = block_bytes // 8 + 2
+    rows = min(n // 8 + 2, max(block_rows, COLUMN_ROWS))
+    cols, base = None, rows
+    side = np.empty((11, min(rows, side_rows(block_bytes))), np.int64)
     elem, seen = _tables(p)
     dt_elem = _dt_elem()
     state = np.zeros(8, np.int64)
-    pos, line0, base = 0, 0, 0
+    pos, line0 = 0, 0
     while pos < n:
+        if base + block_rows > rows:
+            cols = (np.empty((len(_COLS64), rows), np.int64),
+                    np.empty((len(_COLS32), rows), np.int32), np.empty(rows, np.float64))
+            base = 0
         state[:] = 0
         state[tc.ST_POS], state[tc.ST_LINE] = pos, line0
         stop = min(n, pos + block_bytes)
@@ -120,7 +128,7 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
             limit = _I31 if p.nranks is None else min(_I31, p.nranks)
             status = tc.scan_lines(
                 buf, stop, untagged, limit, MAX_TABLE, p.inv_rate, p.elem_bytes is not None,
-                elem, seen, dt_elem, state, rec, dur, base, side)
+                elem, seen, dt_elem, state, *cols, base, side)
             if status != tc.SCAN_TABLE:
                 break
             elem, seen = _grow(p, elem, seen, int(state[tc.ST_ARG]))
@@ -132,22 +140,23 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
             elem, seen = _tables(p, len(elem))
         else:
             if status == tc.SCAN_FULL and end == pos:
-                raise RuntimeError("TI scan made no progress")   # cannot happen: cap above
-            base += _flush(p, data, buf, fname, fid, untagged, all_lines, rec, dur, base,
-                           side, state)
+                raise RuntimeError("TI scan made no progress")   # cannot happen: rows above
+            base += _flush(p, data, buf, fname, fid, untagged, all_lines, cols, base, side,
+                           state)
         pos, line0 = end, lines
 
 
-def _flush(p, data, buf, fname, fid, untagged, all_lines, rec, dur, base, side,
-           state) -> int:
+def _flush(p, data, buf, fname, fid, untagged, all_lines, cols, base, side, state) -> int:
     """Hand one block's records to the builder (merged with its line-parsed lines);
-    returns how many records it kept in ``rec`` and ``dur`` from ``base`` on."""
+    returns how many records it kept in ``cols`` (the scan's) from ``base`` on."""
     from ccmod.workloads import ti_compiled as tc
     from ccmod.workloads.ti_fast import float_tokens
     nrec, nslow, npend = (int(state[i]) for i in (tc.ST_NREC, tc.ST_NSLOW, tc.ST_NPEND))
     nnew, ninb = int(state[tc.ST_NNEW]), int(state[tc.ST_NINB])
     sl = slice(base, base + nrec)
-    block = {k: rec[i, sl] for i, (k, _) in enumerate(_COLS)}
+    rec, rec32, dur = cols
+    block = {k: rec[i, sl] for i, k in enumerate(_COLS64)}
+    block.update((k, rec32[i, sl]) for i, k in enumerate(_COLS32))
     block["duration_s"] = dur[sl]
     slow = list(zip(*(side[i, :nslow].tolist() for i in (tc.S_SLOW_LINE, tc.S_SLOW_S,
                                                          tc.S_SLOW_E))))
@@ -200,8 +209,7 @@ def _flush(p, data, buf, fname, fid, untagged, all_lines, rec, dur, base, side,
                numbered=((ln, data[s:e].decode("ascii")) for ln, s, e in slow))
     lists = b.take_lists()
     kept = len(block["line"])
-    for k, dt in _COLS:                 # the Workload's dtypes (values checked by the scan)
-        block[k] = block[k].astype(dt, copy=False)
+    block["op"] = block["op"].astype(np.int8)
     block["req"] = np.full(kept, -1, np.int64)
     block["file_id"] = np.full(kept, fid, np.int32)
     b.add_chunk(lists, block)
