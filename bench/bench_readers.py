@@ -5,7 +5,8 @@ Usage::
     python bench/bench_readers.py                # 1M records, 64 ranks (bench_engine's random64)
     python bench/bench_readers.py --scale 0.1 --repeat 5 --json
 
-Reads the same TI file with the vectorised reader (workloads/ti_fast.py, the default for
+Reads the same TI file with the fast reader (workloads/ti_fast.py: one compiled pass per
+block, workloads/ti_scan.py, or numpy's tokeniser under NUMBA_DISABLE_JIT=1; the default for
 files of 64 KiB and more) and with the line parser alone (the fast path switched off),
 checks that both give identical records, and prints records/s, seconds (median of
 ``--repeat`` fresh processes) and the peak RSS each read added. The Parquet row reads the
@@ -89,7 +90,7 @@ def main() -> None:
         runs["parquet"] = [measure(str(pq), "fast") for _ in range(a.repeat)]
         for way, rs in runs.items():
             s = statistics.median(r["read_s"] for r in rs)
-            rows.append({"case": name, "reader": {"fast": "ti (vectorised)", "line": "ti (line parser)",
+            rows.append({"case": name, "reader": {"fast": "ti (fast path)", "line": "ti (line parser)",
                                                   "parquet": "parquet"}[way],
                          "records": rs[0]["records"], "read_s": s,
                          "records_per_s": rs[0]["records"] / s,
