@@ -55,7 +55,8 @@ def mixed(nranks=8, iterations=12, seed=1):
 
 
 def _workloads():
-    # the default run's time budget: three workloads, the others with the slow tests
+    # the default run's time budget: two workloads (a real trace, and one with intra-node,
+    # eager and active messages), the others with the slow tests
     slow = pytest.mark.slow
     for p, marks in ((ROOT / "traces" / "stencil16.ti", slow),
                      (ROOT / "traces" / "alltoall8.ti", slow),
@@ -63,7 +64,7 @@ def _workloads():
                      (ROOT / "tests" / "data" / "smpi-npb" / "FT.S.4", ())):
         yield pytest.param(p.name, p, marks=marks, id=p.name)
     yield pytest.param("mixed", mixed, id="mixed")
-    yield pytest.param("reqreply", "reqreply:nranks=6,requests=5", id="reqreply")
+    yield pytest.param("reqreply", "reqreply:nranks=6,requests=5", id="reqreply", marks=slow)
 
 
 def _load(w):
