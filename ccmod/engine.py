@@ -230,9 +230,10 @@ class Engine:
         if self.feed is not None:
             self.P = self.feed.program       # window positions, before any load
         else:
-            self.P = ks.whole_program(n, w.rank_ptr, np.asarray(w.op, np.int64),
+            # the Workload's int8 op codes and the Messages' int32 ids, as they are
+            self.P = ks.whole_program(n, w.rank_ptr, w.op,
                                       np.asarray(w.duration_s, np.float64),
-                                      np.asarray(msgs.rec_msg, np.int64), wait_msg, wait_side,
+                                      msgs.rec_msg, wait_msg, wait_side,
                                       wa_ptr, wa_msg, wa_side)
         if bg_t_s is None:
             bg_t_s, bg_resource, bg_load = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)

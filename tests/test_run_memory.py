@@ -46,3 +46,22 @@ def test_deadlock_of_a_file_still_names_its_line(tmp_path):
         run(p, STAR, record=False)
     assert f"{p}:1" in str(ei.value) and f"{p}:2" in str(ei.value)
 
+
+def test_program_is_read_narrow_and_refuses_ids_that_do_not_fit():
+    from ccmod.kernel.state import whole_program
+    one = np.zeros(1, np.int64)
+    P = whole_program(1, [0, 2], np.array([1, 2]), np.zeros(2), np.array([0, 2**31 - 1]),
+                      one, one, one, one, one)
+    assert P.op.dtype == np.int8 and P.rec_msg.dtype == np.int32
+    assert P.rec_msg[1] == 2**31 - 1
+    with pytest.raises(OverflowError, match="message id"):
+        whole_program(1, [0, 1], np.array([1]), np.zeros(1), np.array([2**31]),
+                      one, one, one, one, one)
+    # the run's own arrays are taken as they are (no copy per record)
+    w = load_workload(TRACES / "pingpong.ti")
+    from ccmod.compile import compile_messages
+    from ccmod.api import load_network
+    m = compile_messages(w, load_network(STAR, 2), np.arange(2), "ccmod", 0.0, 1e9)
+    assert m.rec_msg.dtype == np.int32
+    P = whole_program(2, w.rank_ptr, w.op, w.duration_s, m.rec_msg, one, one, one, one, one)
+    assert P.op is w.op and P.rec_msg is m.rec_msg
