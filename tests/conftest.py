@@ -64,6 +64,23 @@ def pytest_addoption(parser):
                      help="also run tests marked slow (CI sets CCMOD_RUN_SLOW=1)")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """Let pytest cache its assertion-rewritten test modules while it collects them.
+
+    Where PYTHONDONTWRITEBYTECODE is set (as on the project's development machines), pytest
+    re-parses and rewrites every test module's asserts on every run: about 5 s of CPU per
+    run here, for ~150 modules. The cached files go to the gitignored ``__pycache__``
+    folders, as with Python's default; the setting is restored once collection ends.
+    """
+    old = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = old
+
+
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--runslow") or os.environ.get("CCMOD_RUN_SLOW") == "1":
         return

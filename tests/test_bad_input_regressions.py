@@ -122,6 +122,7 @@ def test_second_fuzz_round(tmp_path):
                    tmp_path / "p"), "nanosecond")
 
 
+@pytest.mark.slow   # ~1.6 s: a 65,536-node network (CI runs it)
 def test_long_one_dimensional_mesh_builds_in_proportion():
     # fuzz campaign: mesh:dims=65536 on a 2-rank trace timed out (60 s) because the
     # construction self-check followed 4096 sampled routes of up to 65535 hops each; the

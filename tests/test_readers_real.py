@@ -132,8 +132,8 @@ def prv_lines(path):
         return f.read().splitlines()
 
 
-@pytest.mark.parametrize("n", [1, 2, 4, pytest.param(8, marks=pytest.mark.slow),
-                               pytest.param(16, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [1, 2] + [pytest.param(n, marks=pytest.mark.slow)
+                                        for n in (4, 8, 16)])
 def test_paraver_epoch_counts(real_dir, n):
     path = real_dir / EPOCH.format(n)
     lines = prv_lines(path)

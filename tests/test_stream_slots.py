@@ -11,7 +11,7 @@ from ccmod.kernel import slots as kslots
 from ccmod.workloads.base import WorkloadBuilder
 from ccmod.workloads.generators import generate
 
-from test_stream import _workloads, assert_identical
+from test_stream import assert_identical, workload_params
 
 NET = "star:bandwidth=1e8,latency=1e-6"
 
@@ -93,7 +93,7 @@ def test_the_sink_gets_every_message_once_with_its_times():
                               getattr(whole, k)), k
 
 
-@pytest.mark.parametrize("name,trace", list(_workloads()), ids=lambda x: str(x)[:30])
+@pytest.mark.parametrize("name,trace", workload_params(), ids=lambda x: str(x)[:30])
 def test_every_growth_path_keeps_results(monkeypatch, name, trace):
     """Two slots and one heap entry per resource to start with: slots double, segments
     and pair heaps grow, mid-run, and the results are still the whole program's."""

@@ -189,31 +189,45 @@ def mm_count(I, F, r, t, delta):
 def mm_start(I, F, m, t, work, fcap):
     """Flow m starts at t with ``work`` bytes (rate cap ``fcap``, inf = none)."""
     S = mm_state(I)
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r = I[S.route_res + e]
-        mm_count(I, F, r, t, 1)
-        _mark_dirty(I, F, r, t)
+    rp, re = I[S.route_ptr + m], I[S.route_end + m]
+    for e in range(rp, re):
+        mm_count(I, F, I[S.route_res + e], t, 1)
     class_join(I, F, m, t, work, fcap)
-    shape_join(I, F, I[S.f_cls + m], t)
+    c = I[S.f_cls + m]
+    shape_join(I, F, c, t)
     I[S.si + N_ACTIVE] += 1
+    if I[S.c_sh + c] == 0 and I[S.c_grp + c] < 0:
+        # alone on every hop: its rate depends on its own hops only, rated now as the
+        # lazy solve would (a later change at t on these hops marks them and re-rates it
+        # from the counts alone, with the same result); no dirty marks, no walk
+        _rate_lone(I, F, c, t)
+        return
+    for e in range(rp, re):
+        _mark_dirty(I, F, I[S.route_res + e], t)
 
 
 @leaf
 def mm_end(I, F, m, t):
     """Flow m leaves (after :func:`mm_pop_due`)."""
     S = mm_state(I)
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r = I[S.route_res + e]
-        mm_count(I, F, r, t, -1)
-        _mark_dirty(I, F, r, t)
+    rp, re = I[S.route_ptr + m], I[S.route_end + m]
+    for e in range(rp, re):
+        mm_count(I, F, I[S.route_res + e], t, -1)
     c = I[S.f_cls + m]
     I[S.f_cls + m] = -1
     w = I[S.c_w + c] - 1
     I[S.c_w + c] = w
+    I[S.si + N_ACTIVE] -= 1
     if w == 0:
         shape_leave(I, F, c)
         class_drop(I, F, c, m)
-    I[S.si + N_ACTIVE] -= 1
+    elif I[S.c_sh + c] == 0 and I[S.c_grp + c] < 0:
+        _rate_lone(I, F, c, t)          # its flows alone on its hops (see mm_start)
+        return
+    for e in range(rp, re):
+        r = I[S.route_res + e]
+        if I[S.r_len + r] > 0:          # a resource left empty re-rates nothing
+            _mark_dirty(I, F, r, t)
 
 
 @leaf
@@ -357,7 +371,6 @@ def _solve_lone(I, F, t):
     saturated), in the order the walk of :func:`_component` would meet them, with the
     same arithmetic, so the results are the full solve's."""
     S = mm_state(I)
-    rp, re, rr = S.route_ptr, S.route_end, S.route_res
     nd = I[S.si + N_DIRTY]
     I[S.si + N_DIRTY] = 0
     for i in range(nd):
@@ -367,37 +380,48 @@ def _solve_lone(I, F, t):
         if I[S.c_seen + c]:
             continue
         I[S.c_seen + c] = 1
-        class_advance(I, F, c, t)
-        f = I[S.c_rep + c]
-        level = INF
-        for e in range(I[rp + f], I[re + f]):
-            q = I[rr + e]
-            lv = F[S.cap + q] / I[S.count + q]     # its flows are all q's
-            if lv < level:
-                level = lv
-        fc = F[S.c_fcap + c]
-        hd = fc - 0.0
-        if hd < level:
-            level = hd
-        sat = -1
-        if level == INF:
-            rate = INF
-        else:
-            if level < 0.0:
-                level = 0.0
-            rate = 0.0 + level
-            lw = level * I[S.c_w + c]
-            for e in range(I[rp + f], I[re + f]):
-                q = I[rr + e]
-                cq = F[S.cap + q]
-                if cq - lw <= 1e-12 * cq:
-                    sat = q
-                    break
-        F[S.c_rate + c] = rate
-        I[S.c_bott + c] = sat
-        _requeue(I, F, c)
+        _rate_lone(I, F, c, t)
     for i in range(nd):
         I[S.c_seen + (I[S.r_item + I[S.seg + I[S.d_list + i]]] >> S.hb)] = 0
+
+
+@leaf
+def _rate_lone(I, F, c, t):
+    """Rate class c, alone on every hop of its route, at t: progressive filling's one
+    round (the least of its cap and its hops' capacity per flow; bottleneck, the first
+    hop left saturated), with the full solve's arithmetic and order, so the results are
+    the full solve's; then its next completion into the heap."""
+    S = mm_state(I)
+    rp, re, rr = S.route_ptr, S.route_end, S.route_res
+    class_advance(I, F, c, t)
+    f = I[S.c_rep + c]
+    level = INF
+    for e in range(I[rp + f], I[re + f]):
+        q = I[rr + e]
+        lv = F[S.cap + q] / I[S.count + q]     # its flows are all q's
+        if lv < level:
+            level = lv
+    fc = F[S.c_fcap + c]
+    hd = fc - 0.0
+    if hd < level:
+        level = hd
+    sat = -1
+    if level == INF:
+        rate = INF
+    else:
+        if level < 0.0:
+            level = 0.0
+        rate = 0.0 + level
+        lw = level * I[S.c_w + c]
+        for e in range(I[rp + f], I[re + f]):
+            q = I[rr + e]
+            cq = F[S.cap + q]
+            if cq - lw <= 1e-12 * cq:
+                sat = q
+                break
+    F[S.c_rate + c] = rate
+    I[S.c_bott + c] = sat
+    _requeue(I, F, c)
 
 
 @leaf
