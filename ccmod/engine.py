@@ -305,7 +305,7 @@ class Engine:
                             gap_s=("f", len(gap), gap), **fields)
         self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
         self.Go = ks.msg_state(A, S, nnodes, self.C.recycle)
-        self.T = ks.timers(A, 2 * n + 2 * S)
+        self.T = ks.timers(A, 2 * n + 2 * S, 2 * n)
         self.Ko = ks.scalars(A)
         t, res, load = self._bg
         self.BG = A.struct(ks.BgSteps, n=("v", len(t)), t=("f", len(t), t),
@@ -330,8 +330,6 @@ class Engine:
         del fields, rp, rr               # the arena's inputs: held by it alone
         release_free_heap()
         sparse = dict(ks.SPARSE)
-        if code == 0 and not self.C.lat_unshared:
-            sparse["Timers"] = sparse["Timers"] + ks.TIMER_SLOTS
         self.I, self.F = A.alloc(release_free_heap, sparse)
         if shared:
             _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)

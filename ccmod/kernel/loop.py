@@ -65,6 +65,25 @@ def _timer(I, F, slot, kind, t):
 
 
 @leaf
+def _mtimer(I, F, m, kind, t):
+    """Arm a timer of message m: a slot from the pool (:func:`ccmod.kernel.state.timers`;
+    the last one given back first, still in cache), freed by the loop when it fires. A
+    message has one timer armed at a time (its injection, latency or transfer end, then
+    its handler's end), so any slot serves; ties between timers follow their sequence
+    numbers, not their slots."""
+    T = timers(I)
+    k = I[T.nf]
+    if k > 0:
+        x = I[T.free + k - 1]
+        I[T.nf] = k - 1
+    else:
+        x = I[T.nf + 1]
+        I[T.nf + 1] = x + 1
+    I[T.msg + x] = m
+    _timer(I, F, x, kind, t)
+
+
+@leaf
 def _ready(I, r):
     R = rank_st(I)
     K = scalars(I)
@@ -111,7 +130,6 @@ def _start(C, L, I, F, m, t, gap):
     allows (then this is called again at that time with ``gap`` False)."""
     M = msg_in(I)
     G = msg_st(I)
-    n = rank_st(I).nranks
     has_route = I[M.route_ptr + m] < I[M.route_end + m]
     nd = I[M.node_of_rank + I[M.src + m]]
     # the NIC gap spaces injections into the network: a message inside a node (on the
@@ -121,18 +139,18 @@ def _start(C, L, I, F, m, t, gap):
         t0 = max(t, F[G.nic_next + nd])
         F[G.nic_next + nd] = t0 + F[M.gap_s + nd]
         if t0 > t:
-            _timer(I, F, 2 * n + 2 * m, EV_START, t0)
+            _mtimer(I, F, m, EV_START, t0)
             return
     # the transfer of m begins (injection)
     F[G.t_start + m] = t
     q = F[M.quiet + m]
     _sig(C, L, t, SG_COMMCOST, I[M.okey + m], 0, 0, 0, q)
     if I[M.unshared + m] or q <= 0.0 or not has_route:
-        _timer(I, F, 2 * n + 2 * m, EV_MSG_END, t + q)
+        _mtimer(I, F, m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
         rule_start(C, L, I, F, m, t, q)
     else:
-        _timer(I, F, 2 * n + 2 * m, EV_LAT_END, t + F[M.latency + m])
+        _mtimer(I, F, m, EV_LAT_END, t + F[M.latency + m])
 
 
 @leaf
@@ -140,7 +158,6 @@ def _am_arrived(I, F, m, t):
     """Message m (a request or a reply) reached its destination: run its handler."""
     M = msg_in(I)
     R = rank_st(I)
-    n = R.nranks
     d = I[M.dst + m]
     h = F[M.handler_s + m]
     start = max(t, F[R.hfree + d])
@@ -154,7 +171,7 @@ def _am_arrived(I, F, m, t):
         F[R.h_inside + d] += h
     elif I[R.block_state + d] >= 0:
         F[R.h_inside + d] += h      # a blocked rank resumes only after its handlers
-    _timer(I, F, 2 * n + 2 * m + 1, EV_HANDLER_END, end)
+    _mtimer(I, F, m, EV_HANDLER_END, end)
 
 
 @leaf
@@ -516,6 +533,12 @@ def _loop(C, P, L, I, F):
         else:
             x = timer_pop(I, F, T.item, T.pos, T.t, T.seq, T.len)
             kind = I[T.kind + x]
+            m = -1
+            if x >= 2 * n:              # a message's timer: its slot back to the pool
+                m = I[T.msg + x]
+                k = I[T.nf]
+                I[T.free + k] = x
+                I[T.nf] = k + 1
             if kind == EV_COMPUTE:
                 _interval(C, L, I, F, x, I[R.comp_state + x], F[R.comp_start + x], t)
                 I[R.block_state + x] = RS_RUNNABLE
@@ -530,18 +553,16 @@ def _loop(C, P, L, I, F):
                 elif F[R.hfree + x] <= t or not _busy(I, F, x, t):
                     _advance(C, P, L, I, F, x, t)
             elif kind == EV_MSG_END:
-                _done(C, L, I, F, (x - 2 * n) >> 1, t)
+                _done(C, L, I, F, m, t)
             elif kind == EV_LAT_END:
-                m = (x - 2 * n) >> 1
                 if C.sharing == 0:
                     work = F[M.quiet + m] - F[M.latency + m]
                 else:
                     work = float(I[M.nbytes + m])
                 rule_start(C, L, I, F, m, t, work)
             elif kind == EV_START:
-                _start(C, L, I, F, (x - 2 * n) >> 1, t, False)
+                _start(C, L, I, F, m, t, False)
             elif kind == EV_HANDLER_END:
-                m = (x - 2 * n) >> 1
                 if I[M.kind + m] == 1:       # request handled: the server replies now
                     F[G.t_post_send + m + 1] = t
                     F[G.t_post_recv + m + 1] = t

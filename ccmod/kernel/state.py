@@ -21,8 +21,9 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
             ``route_res[route_ptr[m]:route_end[m]]``.
 ``MsgSt``   per-message times and waiters; ``refs`` (streaming) counts what may still
             read a slot, ``ret`` lists the slots retired since the host last drained them.
-``RankSt``  per-rank state; ``Timers`` the timer queue (one slot per rank compute, rank
-            resume, and, interleaved, per message and its handler: ``2 n + 2 m (+ 1)``);
+``RankSt``  per-rank state; ``Timers`` the timer queue (one slot per rank compute and rank
+            resume, ``r`` and ``n + r``; from ``2 n`` on, a pool of slots recycled for
+            the messages' timers, ``msg[x]`` the message of slot x);
 ``Scalars`` counters; ``Logs`` the recordings (typed lists of fixed-width records);
 ``BgSteps`` background-load steps sorted by time.
 
@@ -65,7 +66,7 @@ RankSt = namedtuple("RankSt", "nranks nready pc pending block_state t_block fini
                               "ovh_due state_s barrier ready")
 MsgSt = namedtuple("MsgSt", "t_post_send t_post_recv t_start t_end send_waiter recv_waiter "
                             "am_waiter bott nic_next refs ret")
-Timers = namedtuple("Timers", "item pos t seq kind len")
+Timers = namedtuple("Timers", "item pos t seq kind len msg free nf")
 Scalars = namedtuple("Scalars", "ks kf")
 Logs = namedtuple("Logs", "states load sig")
 BgSteps = namedtuple("BgSteps", "n t res load")
@@ -98,13 +99,13 @@ H_LEN = _h
 #: scratch lists, the active messages' fields): :meth:`Arena.alloc` keeps them out of
 #: transparent huge pages (numpy asks for them on large arrays), under which one word
 #: written makes a whole 2 MB resident: ~45 bytes per record at 1M records.
+#: the timer slots' fields: sized for every message at once, touched as far as the most
+#: timers armed at once (the messages' slots are recycled, :func:`timers`)
+TIMER_SLOTS = ("pos", "t", "seq", "kind", "msg", "free")
 SPARSE = {"CcState": ("g_item", "pr", "pb", "pcnt", "phead", "pkey", "ph_pos", "rnext",
                       "rprev", "pfree", "ph_item", "stk", "new_m", "new_w", "cand_l", "done"),
           "MmState": ("r_item", "g_item", "done"), "MsgSt": ("am_waiter",),
-          "MsgIn": ("handler_s",), "Timers": ("item",)}
-#: the timer slots' fields: sparse too when messages take no timers (the ccmod rule
-#: without a latency phase: only the ranks' slots are armed)
-TIMER_SLOTS = ("pos", "t", "seq", "kind")
+          "MsgIn": ("handler_s",), "Timers": ("item",) + TIMER_SLOTS}
 
 
 class Arena:
@@ -311,13 +312,23 @@ def own_routes(A, route_ptr, route_res, okey=None):
     return rp, A.where(Routes, "route_res"), ("=", "i", rp[2] + 1, M), A.where(Routes, "okey")
 
 
-def timers(A, nslots):
-    """The timer queue: ``2 n + 2 M`` slots for n ranks and M message slots."""
+def timers(A, nslots, first):
+    """The timer queue: ``nslots`` slots (``2 n + 2 M`` for n ranks and M message slots),
+    the messages' from ``first`` (``2 n``) on.
+
+    A message's timer takes a slot from a pool when it is armed and gives it back when it
+    fires (``free``, a stack of ``nf[0]`` slots; ``nf[1]`` the first slot never used), so
+    the slots touched are as many as the timers armed at once, not two per message (each
+    message's own slot made every timer field's pages resident, page after page, as the
+    run went on: four fields, 16 bytes per message each, under max-min's latency phase).
+    """
     n = max(nslots, 1)
     # nothing to fill: a slot's time is written when it is armed, and a position of 0
     # (never armed) is told apart by the heap's item (heaps.timer_set)
     return A.struct(Timers, item=("i", n, 0), pos=("i", n, 0), t=("f", n, 0.0),
-                    seq=("i", n, 0), kind=("i", n, 0), len=("i", 1, 0))
+                    seq=("i", n, 0), kind=("i", n, 0), len=("i", 1, 0),
+                    msg=("i", n, 0), free=("i", n, 0),
+                    nf=("i", 2, np.array([0, first], np.int64)))
 
 
 def scalars(A):
