@@ -109,12 +109,17 @@ def _pair_by_channel(w: Workload, rank, s_idx, r_idx, peers=None, got=None):
         return None
     n = np.int64(max(w.nranks, 1))
     s_peer, r_peer = peers if peers is not None else (w.peer[s_idx], w.peer[r_idx])
-    src = rank[s_idx]
-    s_pair = src * n + s_peer
-    r_pair = r_peer.astype(np.int64) * n + rank[r_idx]
+    src, r_rank = rank[s_idx], rank[r_idx]
     s_tag, r_tag = w.tag[s_idx], w.tag[r_idx]
     if got is not None:
         got.update(src=src, tag=s_tag)
+    from ccmod.kernel.pairing import pair_dense
+    recv_of = pair_dense(int(n), src, s_peer, s_tag, r_peer, r_rank, r_tag)
+    if recv_of is not None:
+        # counted per channel (compiled, no sort): the pairs the sorts below give
+        return (s_idx, r_idx[recv_of]) if recv_of is not False else None
+    s_pair = src * n + s_peer
+    r_pair = r_peer.astype(np.int64) * n + r_rank
     if n * n < (1 << 31):
         # one int64 key per message, (pair, tag) in lexicographic order: one stable sort
         s_key = (s_pair << 32) + (s_tag.astype(np.int64) + (1 << 31))

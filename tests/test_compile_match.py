@@ -56,3 +56,31 @@ def test_pairing_agrees_with_the_channel_by_channel_pairing(seed):
     assert np.array_equal(w.peer[send_rec], rank[recv_rec])
     assert np.array_equal(w.peer[recv_rec], rank[send_rec])
     assert np.array_equal(w.tag[send_rec], w.tag[recv_rec])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_counted_pairing_equals_the_sorted_one(seed, monkeypatch):
+    """Tags in a narrow range: the dense channel table (ccmod/kernel/pairing.py) pairs them
+    by counting; the sorts (the table turned off) give the same pairs, and both say None
+    on the same unbalanced channels."""
+    import ccmod.kernel.pairing as kp
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(1, 9))
+    b = WorkloadBuilder(n)
+    for _ in range(int(rng.integers(0, 200))):
+        s, d = int(rng.integers(n)), int(rng.integers(n))
+        tag = int(rng.integers(-3, 4))
+        b.isend(s, d, 8, req=int(rng.integers(1 << 20)), tag=tag)
+        if seed % 4 or rng.random() < 0.95:
+            b.recv(d, s, 8, tag=tag)
+    w = b.build()
+    rank = _rank_of_records(w)
+    s_idx = np.flatnonzero(np.isin(w.op, (1, 3)))
+    r_idx = np.flatnonzero(np.isin(w.op, (2, 4)))
+    counted = _pair_by_channel(w, rank, s_idx, r_idx)
+    monkeypatch.setattr(kp, "pair_dense", lambda *a: None)
+    sorted_ = _pair_by_channel(w, rank, s_idx, r_idx)
+    assert (counted is None) == (sorted_ is None)
+    if counted is not None:
+        for a, b_ in zip(counted, sorted_):
+            assert a.dtype == b_.dtype and np.array_equal(a, b_)

@@ -9,8 +9,9 @@ resource's capacity over the quiet bandwidth of its messages).
 
 All messages whose minimum is attained on the same resource ``l`` (its bottleneck *group*)
 progress at the same rate ``share[l]``; the group keeps one virtual clock (``v_at``,
-``t_at``) and an indexed heap of finish marks ``vfin`` in virtual time, so a start or end
-costs O(hops + log A) instead of touching every active message. Bottleneck changes are
+``t_at``) and its members ordered by finish mark ``vfin`` in virtual time (a sorted run
+plus a heap, :mod:`ccmod.kernel.cc_groups`), so a start or end costs O(hops + log A), O(hops)
+when members join in finish order, instead of touching every active message. Bottleneck changes are
 found lazily, once per event horizon (:func:`cc_flush`), through *pairs* ``(r, b)``: the
 route entries at resource ``r`` of the members of group ``b`` (``b != r``), one pair per
 distinct ``(r, b)``, held in ``r``'s list and in ``b``'s heap keyed by ``share[r]`` (equal
@@ -40,6 +41,7 @@ import numpy as np
 
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.state import CcState
+from ccmod.kernel.cc_groups import g_add, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.heaps import (heap_push, heap_remove, heap_update, iheap_push, iheap_remove,
                                 iheap_update, resource_segments, sort_ids, sort_keyed)
 
@@ -104,7 +106,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("i", M, 0), cand_l=("i", M, 0),
         done=("i", M, 0), si=("i", 10, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
         route_res=routes[1], emsg=("i", E, 0), route_end=routes[2], okey=routes[3],
-        lone=("i", R, -1))
+        lone=("i", R, -1), l_head=("i", R, -1), l_tail=("i", R, -1), g_next=("i", M, 0))
 
 
 @leaf
@@ -270,7 +272,7 @@ def _join(I, F, m, r, t, remaining):
     S = cc_state(I)
     I[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
-    heap_push(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
+    g_add(S, I, F, r, m)
     alone = True
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         if I[S.count + I[S.route_res + e]] != 1:
@@ -304,7 +306,7 @@ def _move(I, F, m, r_new, t):
     S = cc_state(I)
     old = I[S.bott + m]
     rem = F[S.vfin + m] - _vclock(S, F, old, t)
-    heap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + old], S.g_len, old, m)
+    g_del(S, I, F, old, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
     _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
 
@@ -356,11 +358,11 @@ def _check(S, I, F, b, nc):
 def _touch(I, F, r, t):
     """Re-schedule the next completion of group r (its rate or head changed)."""
     S = cc_state(I)
-    if I[S.g_len + r] == 0 or F[S.share + r] == INF:
+    if g_empty(S, I, r) or F[S.share + r] == INF:
         if I[S.ev_pos + r] >= 0:
             iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
         return
-    head = I[S.g_item + I[S.seg + r]]
+    head = g_first(S, I, F, r)
     dv = F[S.vfin + head] - _vclock(S, F, r, t)
     F[S.ev_t + r] = t + (dv / F[S.share + r] if dv > 0.0 else 0.0)
     if I[S.ev_pos + r] >= 0:
@@ -489,19 +491,6 @@ def cc_next_time(I, F):
 
 
 @leaf
-def _sorted(S, I, F, o, n):
-    """Is group heap ``g_item[o:o + n]`` in ascending (finish mark, order key) order?"""
-    for i in range(1, n):
-        a = I[S.g_item + o + i - 1]
-        b = I[S.g_item + o + i]
-        va = F[S.vfin + a]
-        vb = F[S.vfin + b]
-        if va > vb or (va == vb and I[S.okey + a] > I[S.okey + b]):
-            return False
-    return True
-
-
-@leaf
 def cc_pop_due(I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
     (in a deterministic order), their bottleneck to ``I[bott_out + m]``. Returns how
@@ -513,32 +502,22 @@ def cc_pop_due(I, F, t, bott_out):
     while I[S.ev_len] > 0 and F[S.ev_t + I[S.ev_item]] <= t:
         r = I[S.ev_item]
         iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
-        o = I[S.seg + r]
         vt = _vclock(S, F, r, t)
         # rounding of the virtual clock only: relative to its magnitude, so a long busy
         # period does not merge completions that are really apart
         tol = 16 * 2.2e-16 * abs(vt)
-        n = I[S.g_len + r]
-        if n > 8 and F[S.vfin + I[S.g_item + o + n - 1]] <= vt + tol and _sorted(S, I, F, o, n):
-            # the whole group is due and its heap is a sorted array (members that joined
-            # together, finishing together: an incast): take them in that order, the
-            # order popping gives, without n sifts through the heap
-            for i in range(n):
-                m2 = I[S.g_item + o + i]
-                I[S.g_pos + m2] = -1
-                I[S.done + nd + i] = m2
-            nd += n
-            I[S.g_len + r] = 0
+        # the whole group due in one sorted heap (members that joined together in
+        # order, finishing together): taken as it is, without a sift each
+        nd += g_take_sorted(S, I, F, r, vt + tol, S.done + nd)
         first = True
-        while I[S.g_len + r] > 0:
-            m2 = I[S.g_item + o]
-            if first or F[S.vfin + m2] <= vt + tol:
-                heap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, o, S.g_len, r, m2)
-                I[S.done + nd] = m2
-                nd += 1
-                first = False
-            else:
+        while True:
+            m2 = g_first(S, I, F, r)
+            if m2 < 0 or not (first or F[S.vfin + m2] <= vt + tol):
                 break
+            g_del(S, I, F, r, m2)
+            I[S.done + nd] = m2
+            nd += 1
+            first = False
         _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
     for i in range(nd):
         m = I[S.done + i]

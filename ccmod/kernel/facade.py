@@ -136,8 +136,8 @@ class MaxMinSharing(_Facade):
     def pop_due(self, t):
         from ccmod.kernel.maxmin import mm_end, mm_pop_due
         nd = mm_pop_due(self.I, self.F, float(t), self._Bo.bott)
-        for k in self.S.done[:nd]:
-            mm_end(self.I, self.F, int(k), float(t))
+        for s in self.S.done_s[:nd]:
+            mm_end(self.I, self.F, int(s), float(t))
         return self._done(nd)
 
     def set_load(self, r, t, load):

@@ -34,7 +34,8 @@ from ccmod.kernel.state import MmState
 from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
                                 sort_keyed)
 from ccmod.kernel.mm_classes import (F_LEN, N_ACTIVE, N_DIRTY, N_FREE, class_advance,
-                                     class_drop, class_finish, class_join, flow_pop)
+                                     class_drop, class_finish, class_join, flow_free,
+                                     flow_pop, flow_slot)
 from ccmod.kernel.mm_groups import (group_dissolve, group_rekey, mm_fast, shape_free,
                                     shape_join, shape_leave)
 
@@ -117,7 +118,7 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
         hops = max(hops, int(max_hops))
     hb = max(hops - 1, 0).bit_length()          # a class's hop k at code (c << hb) | k
     T = 1 << max(1, 2 * NC - 1).bit_length()    # class hash table, at most half full
-    si0 = np.zeros(4, np.int64)
+    si0 = np.zeros(6, np.int64)
     si0[N_FREE] = NC
     if routes is None:
         from ccmod.kernel.state import own_routes
@@ -126,12 +127,13 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
         MmState, cap_full=("f", R, cap_full), cap=("f", R, cap), count=("i", R, 0),
         peak=("i", R, 0), area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0),
         seg=("i", R + 1, seg), r_len=("i", R, 0), r_item=("i", max(P, 1), 0),
-        # a flow's class and heap links are set when it starts (read only after): zeros,
-        # which cost no pass over the buffer
+        # flow slots (mm_classes.flow_slot), one per flow active at once at most: set
+        # when taken (read only after), zeros that cost no pass over the buffer
         f_cls=("i", M, 0), vfin=("f", M, 0.0), h_left=("i", M, 0), h_right=("i", M, 0),
+        f_msg=("i", M, 0), f_okey=("i", M, 0), f_free=("i", M, 0), done_s=("i", M, 0),
         d_flag=("i", R, 0), d_list=("i", R, 0), r_seen=("i", R, 0), rl=("i", R, 0),
         cap_left=("f", R, 0.0), users=("i", R, 0), done=("i", M, 0),
-        si=("i", 4, si0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
+        si=("i", 6, si0), sf=("f", 2, 0.0), route_ptr=routes[0], route_res=routes[1],
         hb=("v", hb), hmask=("v", T - 1), ht=("i", T, 0),
         c_free=("i", NC, np.arange(NC - 1, -1, -1, dtype=np.int64)), c_rep=("i", NC, -1),
         c_w=("i", NC, 0), c_rate=("f", NC, 0.0), c_v=("f", NC, 0.0), c_t=("f", NC, 0.0),
@@ -192,8 +194,9 @@ def mm_start(I, F, m, t, work, fcap):
     rp, re = I[S.route_ptr + m], I[S.route_end + m]
     for e in range(rp, re):
         mm_count(I, F, I[S.route_res + e], t, 1)
-    class_join(I, F, m, t, work, fcap)
-    c = I[S.f_cls + m]
+    s = flow_slot(I, m)
+    class_join(I, F, m, s, t, work, fcap)
+    c = I[S.f_cls + s]
     shape_join(I, F, c, t)
     I[S.si + N_ACTIVE] += 1
     if I[S.c_sh + c] == 0 and I[S.c_grp + c] < 0:
@@ -207,14 +210,17 @@ def mm_start(I, F, m, t, work, fcap):
 
 
 @leaf
-def mm_end(I, F, m, t):
-    """Flow m leaves (after :func:`mm_pop_due`)."""
+def mm_end(I, F, s, t):
+    """The flow of flow slot s leaves (after :func:`mm_pop_due`, which lists the slots of
+    the flows due in ``done_s``)."""
     S = mm_state(I)
+    m = I[S.f_msg + s]
     rp, re = I[S.route_ptr + m], I[S.route_end + m]
     for e in range(rp, re):
         mm_count(I, F, I[S.route_res + e], t, -1)
-    c = I[S.f_cls + m]
-    I[S.f_cls + m] = -1
+    c = I[S.f_cls + s]
+    I[S.f_cls + s] = -1
+    flow_free(I, s)
     w = I[S.c_w + c] - 1
     I[S.c_w + c] = w
     I[S.si + N_ACTIVE] -= 1
@@ -456,9 +462,10 @@ def mm_next_time(I, F):
 
 @leaf
 def mm_pop_due(I, F, t, bott_out):
-    """Flows due at t (within rounding) go to ``S.done`` sorted by id, their bottleneck
-    to ``I[bott_out + f]``; returns how many. The caller then calls :func:`mm_end` for
-    each."""
+    """Flows due at t (within rounding) go to ``S.done`` (their messages) and
+    ``S.done_s`` (their flow slots) sorted by message id, their bottleneck to
+    ``I[bott_out + m]``; returns how many. The caller then calls :func:`mm_end` for each
+    slot."""
     S = mm_state(I)
     if I[S.si + N_DIRTY] != 0:
         mm_solve(I, F)
@@ -474,12 +481,14 @@ def mm_pop_due(I, F, t, bott_out):
             if f < 0 or class_finish(I, F, c, F[S.vfin + f]) - t > tol:
                 break
             flow_pop(I, F, c)
-            I[S.done + nd] = f
+            I[S.done_s + nd] = f
             nd += 1
-            I[bott_out + f] = I[S.c_bott + c]
+            I[bott_out + I[S.f_msg + f]] = I[S.c_bott + c]
         f = I[S.c_root + c]
         if f >= 0:
-            I[S.c_rep + c] = f          # a flow that stays gives the class its route
+            I[S.c_rep + c] = I[S.f_msg + f]     # a flow that stays gives its route
         _requeue(I, F, c)
-    sort_keyed(I, S.done, nd, S.okey)
+    sort_keyed(I, S.done_s, nd, S.f_okey)
+    for i in range(nd):
+        I[S.done + i] = I[S.f_msg + I[S.done_s + i]]
     return nd

@@ -7,7 +7,10 @@ flow's bytes plus ``c_v`` when it joined; :func:`class_join`). A rate change the
 advances the clock (:func:`class_advance`), and the class's next completion is its first
 flow's finish point (:func:`class_finish`). The heap is a skew heap over two link arrays
 per flow (no per-class storage to size in advance); its order, ties included, is
-:func:`flow_before`.
+:func:`flow_before`. A flow's own fields (its class, finish point, heap links, message and
+order key) live in a *flow slot* taken when it starts and given back when it ends
+(:func:`flow_slot`): the slots touched are as many as the flows active at once, in cache,
+not one place per message.
 
 Classes are found by a hash of the route (open addressing with backward-shift deletion,
 so the table never fills up with dead entries), take an id from a free list, and are
@@ -25,18 +28,18 @@ from ccmod.kernel.heaps import iheap_remove
 
 INF = np.inf
 # integer scalars (si) of the state: dirty resources, active flows, classes in the heap of
-# next completions, free class ids
-N_DIRTY, N_ACTIVE, F_LEN, N_FREE = range(4)
+# next completions, free class ids, free flow slots, flow slots ever used
+N_DIRTY, N_ACTIVE, F_LEN, N_FREE, N_SFREE, N_SHW = range(6)
 
 
 @njit(cache=True, inline="always")
 def flow_before(S, I, F, a, b):
-    """Flow a finishes before flow b of the same class: the lower finish point, equal
-    points by message id (the one place that tie is broken; ``okey``: the id of a slot,
-    see :mod:`ccmod.kernel.slots`)."""
+    """Flow a finishes before flow b of the same class (both flow slots): the lower
+    finish point, equal points by message id (the one place that tie is broken;
+    ``f_okey``: the message's ``okey``, its id, see :mod:`ccmod.kernel.slots`)."""
     va = F[S.vfin + a]
     vb = F[S.vfin + b]
-    return va < vb or (va == vb and I[S.okey + a] < I[S.okey + b])
+    return va < vb or (va == vb and I[S.f_okey + a] < I[S.f_okey + b])
 
 
 @leaf
@@ -141,8 +144,34 @@ def _same_route(I, rp, re, rr, g, f):
 
 
 @leaf
-def class_join(I, F, m, t, work, fcap):
-    """Flow m (route set, ``work`` bytes, rate cap ``fcap``) joins its class at t."""
+def flow_slot(I, m):
+    """A flow slot for message m (the last one given back first)."""
+    S = mm_state(I)
+    k = I[S.si + N_SFREE]
+    if k > 0:
+        s = I[S.f_free + k - 1]
+        I[S.si + N_SFREE] = k - 1
+    else:
+        s = I[S.si + N_SHW]
+        I[S.si + N_SHW] = s + 1
+    I[S.f_msg + s] = m
+    I[S.f_okey + s] = I[S.okey + m]
+    return s
+
+
+@leaf
+def flow_free(I, s):
+    """Flow slot s is free again."""
+    S = mm_state(I)
+    k = I[S.si + N_SFREE]
+    I[S.f_free + k] = s
+    I[S.si + N_SFREE] = k + 1
+
+
+@leaf
+def class_join(I, F, m, fs, t, work, fcap):
+    """Flow m (route set, ``work`` bytes, rate cap ``fcap``; flow slot fs) joins its class
+    at t."""
     S = mm_state(I)
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
     h = 0
@@ -191,15 +220,15 @@ def class_join(I, F, m, t, work, fcap):
             I[S.r_len + r] = n + 1
             k += 1
     I[S.c_w + c] += 1
-    I[S.f_cls + m] = c
+    I[S.f_cls + fs] = c
     g = I[S.c_grp + c]
     if g >= 0:            # the class's clock is its group's less its offset
-        F[S.vfin + m] = (F[S.g_v + g] - F[S.c_off + c]) + work
+        F[S.vfin + fs] = (F[S.g_v + g] - F[S.c_off + c]) + work
     else:
-        F[S.vfin + m] = F[S.c_v + c] + work
-    I[S.h_left + m] = -1
-    I[S.h_right + m] = -1
-    I[S.c_root + c] = _merge(I, F, I[S.c_root + c], m)
+        F[S.vfin + fs] = F[S.c_v + c] + work
+    I[S.h_left + fs] = -1
+    I[S.h_right + fs] = -1
+    I[S.c_root + c] = _merge(I, F, I[S.c_root + c], fs)
 
 
 @leaf

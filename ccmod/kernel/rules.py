@@ -89,10 +89,9 @@ def _mm_due(C, L, I, F, t):
     MS = mm_state(I)
     nd = mm_pop_due(I, F, t, msg_st(I).bott)
     for i in range(nd):
-        m = I[MS.done + i]
-        mm_end(I, F, m, t)
+        mm_end(I, F, I[MS.done_s + i], t)
         if C.record:
-            log_route(L, I, m, t, MS.count)
+            log_route(L, I, I[MS.done + i], t, MS.count)
     return nd, MS.done
 
 

@@ -75,10 +75,10 @@ CcState = namedtuple("CcState", (
     "free count share v_at t_at peak area busy t_chg "
     "seg g_len g_item g_pos vfin pr pb pcnt phead pkey ph_pos rnext rprev pfree rp_head "
     "ph_len ph_seg ph_item e_pair e_next e_prev stk chk_f chk_l bott ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
-    "cand_f cand_l done si sf route_ptr route_res emsg route_end okey lone"))
+    "cand_f cand_l done si sf route_ptr route_res emsg route_end okey lone l_head l_tail g_next"))
 MmState = namedtuple("MmState", (
     "cap_full cap count peak area busy t_chg seg r_len r_item "
-    "f_cls vfin h_left h_right d_flag d_list r_seen rl cap_left users done si sf "
+    "f_cls vfin h_left h_right f_msg f_okey f_free done_s d_flag d_list r_seen rl cap_left users done si sf "
     "route_ptr route_res hb hmask ht "
     "c_free c_rep c_w c_rate c_v c_t c_fcap c_hash c_slot c_root c_bott c_fz c_seen c_tfin "
     "c_item c_hpos cl c_pos route_end okey "
@@ -104,7 +104,8 @@ H_LEN = _h
 TIMER_SLOTS = ("pos", "t", "seq", "kind", "msg", "free")
 SPARSE = {"CcState": ("g_item", "pr", "pb", "pcnt", "phead", "pkey", "ph_pos", "rnext",
                       "rprev", "pfree", "ph_item", "stk", "new_m", "new_w", "cand_l", "done"),
-          "MmState": ("r_item", "g_item", "done"), "MsgSt": ("am_waiter",),
+          "MmState": ("r_item", "g_item", "done", "done_s", "f_cls", "vfin", "h_left",
+                      "h_right", "f_msg", "f_okey", "f_free"), "MsgSt": ("am_waiter",),
           "MsgIn": ("handler_s",), "Timers": ("item",) + TIMER_SLOTS}
 
 

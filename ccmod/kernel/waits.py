@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
-from numba.typed import Dict
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
@@ -94,6 +93,10 @@ def resolve_waits(rank_ptr, op, req, rec_msg):
     wa_msg = np.zeros(max(nreq, 1), np.int64)
     wa_side = np.zeros(max(nreq, 1), np.int64)
     i64 = lambda a: np.asarray(a)[sel].astype(np.int64)  # noqa: E731 - one compiled signature
+    # _resolve's typed dict, imported only for a trace with waits (numba.typed costs
+    # ~0.01 s of start-up); a module global, where numba's compile and plain Python look
+    global Dict
+    from numba.typed import Dict
     bad = _resolve(sel_ptr.astype(np.int64), sel.astype(np.int64), i64(op), i64(req),
                    i64(rec_msg), wait_msg, wait_side, wa_ptr, wa_msg, wa_side)
     return int(bad), wait_msg, wait_side, wa_ptr, wa_msg, wa_side
