@@ -65,3 +65,25 @@ def test_program_is_read_narrow_and_refuses_ids_that_do_not_fit():
     assert m.rec_msg.dtype == np.int32
     P = whole_program(2, w.rank_ptr, w.op, w.duration_s, m.rec_msg, one, one, one, one, one)
     assert P.op is w.op and P.rec_msg is m.rec_msg
+
+
+def test_engine_shares_widened_message_inputs_and_tables_keep_their_dtypes():
+    # src, dst, kind and route_res are held once, as the arena's int64 copies, during a
+    # run; the result's tables narrow them back to compile_messages' dtypes
+    from ccmod.api import load_network
+    from ccmod.compile import compile_messages
+    from ccmod.engine import Engine, message_column
+    w = load_workload(TRACES / "ring16.ti")
+    net = load_network(STAR, w.nranks)
+    m = compile_messages(w, net, np.arange(w.nranks), "ccmod", 0.0, 1e9)
+    before = {c: getattr(m, c).copy() for c in ("src", "dst", "kind", "route_res")}
+    eng = Engine(w, m, net.nresources, net.resource_capacity_Bps(),
+                 np.zeros(net.nresources), record=False)
+    for c, a in before.items():
+        v = getattr(m, c)
+        assert v.dtype == np.int64 and not v.flags.writeable and np.shares_memory(v, eng.I)
+        n = message_column(m, c)
+        assert n.dtype == a.dtype and np.array_equal(n, a)
+    r = run(TRACES / "ring16.ti", STAR, record=False)
+    assert r.column("messages", "src").dtype == before["src"].dtype
+    assert r.routes.res.dtype == before["route_res"].dtype
