@@ -288,7 +288,8 @@ class Engine:
             provider = stream.inputs if stream is not None else \
                 MessageInputs(msgs, eager, unshared)
             self.slots = Slots(self, provider, sink=message_sink)  # lays the state out
-            self.feed.start(self.slots.assign)
+            self.feed.start(self.slots.assign, self.slots.reserve)
+            self.slots.settle()          # the heaps' room, once for the first windows
             self.P = self.feed.program
         else:
             self._layout(M)

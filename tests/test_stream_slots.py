@@ -145,3 +145,30 @@ def test_random_programs_with_two_slots_to_start_equal_whole(w, net, sharing, mo
     finally:
         kslots.INITIAL_SLOTS, kslots.INITIAL_SEGMENT = old
     assert_identical(whole, part, (net, sharing, mode, window))
+
+
+def test_the_id_table_keeps_every_live_id_through_collisions_and_removals():
+    """The message id -> slot table (:func:`ccmod.kernel.slots._find` / ``_remove``, linear
+    probing with backward-shift removal) against a dict: a small table kept half full,
+    ids inserted and removed in random order (long probe runs that wrap around), then
+    rehashed into a larger table."""
+    rng = np.random.default_rng(3)
+    hkey, hval = np.full(64, -1, np.int64), np.zeros(64, np.int64)
+    ref = {}
+    for step in range(3000):
+        m = int(rng.integers(0, 200)) * 64 + int(rng.integers(0, 3))   # colliding homes
+        b = kslots._find(hkey, m)
+        if (hkey[b] >= 0) != (m in ref):
+            raise AssertionError((step, m))
+        if m in ref:
+            assert hval[b] == ref.pop(m)
+            kslots._remove(hkey, hval, b)
+        elif len(ref) < 32:
+            hkey[b], hval[b] = m, step
+            ref[m] = step
+    assert sorted(hkey[hkey >= 0]) == sorted(ref)
+    big_k, big_v = np.full(256, -1, np.int64), np.zeros(256, np.int64)
+    kslots._rehash(hkey, hval, big_k, big_v)
+    for m, v in ref.items():
+        b = kslots._find(big_k, m)
+        assert big_k[b] == m and big_v[b] == v

@@ -28,8 +28,7 @@ streaming writer appends them to its output instead.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND
@@ -46,18 +45,83 @@ INPUTS = (("src", "src"), ("dst", "dst"), ("nbytes", "nbytes"), ("quiet", "quiet
           ("kind", "kind"), ("handler_s", "handler_s"), ("flow_cap", "flow_cap_Bps"))
 
 
-@njit(cache=True)
-def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, new_i, new_k,
-            k):
+@njit(cache=True, _nrt=False)
+def _home(m, mask):
+    """Home bucket of message id ``m`` (ids are near-consecutive per rank: spread them;
+    the low 36 bits suffice to spread, and keep the product within int64)."""
+    x = m & 0xFFFFFFFFF
+    x = (x ^ (x >> 16)) * 0x45D9F3B
+    return (x ^ (x >> 16)) & mask
+
+
+@njit(cache=True, _nrt=False)
+def _find(hkey, m):
+    """Bucket of message id ``m`` in the open-addressing table ``hkey`` (-1: empty), or
+    the empty bucket where it would go."""
+    mask = hkey.shape[0] - 1
+    i = _home(m, mask)
+    while hkey[i] >= 0 and hkey[i] != m:
+        i = (i + 1) & mask
+    return i
+
+
+@njit(cache=True, _nrt=False)
+def _remove(hkey, hval, i):
+    """Empty bucket i, shifting later entries of its probe run back (linear probing
+    without tombstones: a lookup never walks over deleted entries)."""
+    mask = hkey.shape[0] - 1
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if hkey[j] < 0:
+            break
+        h = _home(hkey[j], mask)
+        # entry j may move to i unless its home lies cyclically in (i, j]
+        if (h <= j and (h > i or i > j)) or (h > i and i > j):
+            continue
+        hkey[i] = hkey[j]
+        hval[i] = hval[j]
+        i = j
+    hkey[i] = -1
+
+
+@njit(cache=True, _nrt=False)
+def _rehash(okey, oval, hkey, hval):
+    """Insert the old table's entries into the new (larger, empty) one."""
+    for j in range(okey.shape[0]):
+        if okey[j] >= 0:
+            i = _find(hkey, okey[j])
+            hkey[i] = okey[j]
+            hval[i] = oval[j]
+
+
+@njit(cache=True, _nrt=False)
+def _count_new(hkey, ids):
+    """How many of ``ids`` are not in the id table."""
+    k = 0
+    for m in ids:
+        if hkey[_find(hkey, m)] < 0:
+            k += 1
+    return k
+
+
+@njit(cache=True, _nrt=False)
+def _assign(op, ids, i0, out, hkey, hval, free1, free2, top, refs, new_s, new_id, new_i,
+            new_k, k):
     """Slots of the records' message ids ``ids[i0:]`` into ``out`` (-1: no message).
 
     A message seen for the first time takes a slot (``free1``, else half of a pair of
     ``free2``) with 3 references (send record, receive record, transfer); its second side
-    finds it in ``idmap``; an isend/irecv adds one (its wait). An active-message request
+    finds it in the id table (``hkey``/``hval``: message id -> slot of the messages seen
+    on one side only; at most one entry per slot and twice as many buckets as slots, so
+    at most half full); an isend/irecv adds one (its wait). An active-message request
     takes a pair (request, reply). New slots and their ids go to ``new_s`` / ``new_id``
     from ``k``, the record that made each to ``new_i`` and its kind (0 point-to-point, 1
     request, 2 reply) to ``new_k``. Returns ``(i, k)``: i = len(ids) when done, else the
     record that needs more slots (grow, call again from i).
+
+    Plain arrays and no reference counting (``_nrt=False``): with a typed Dict for the
+    ids this was ~0.18 s per 1M records, most of it the dict's calls.
     """
     for i in range(i0, len(ids)):
         m = ids[i]
@@ -82,9 +146,10 @@ def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, new
             new_k[k + 1] = 2
             k += 2
         else:
-            if m in idmap:
-                s = idmap[m]
-                del idmap[m]
+            b = _find(hkey, m)
+            if hkey[b] >= 0:
+                s = hval[b]
+                _remove(hkey, hval, b)
             else:
                 if top[0] == 0:
                     if top[1] == 0:
@@ -96,7 +161,8 @@ def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, new
                 else:
                     top[0] -= 1
                     s = free1[top[0]]
-                idmap[m] = s
+                hkey[b] = m
+                hval[b] = s
                 refs[s] = 3
                 new_s[k] = s
                 new_id[k] = m
@@ -107,11 +173,6 @@ def _assign(op, ids, i0, out, idmap, free1, free2, top, refs, new_s, new_id, new
                 refs[s] += 1
         out[i] = s
     return len(ids), k
-
-
-@njit(cache=True)
-def _new_idmap():
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
 class MessageTimes:
@@ -190,7 +251,8 @@ class Slots:
         self.res_messages = np.zeros(self.R, np.int64)
         self.res_bytes = np.zeros(self.R, np.float64)
         self.seg_cap = np.full(self.R, INITIAL_SEGMENT, np.int64)
-        self.idmap = _new_idmap()
+        self.hkey = np.full(0, -1, np.int64)     # message id -> slot table (_assign)
+        self.hval = np.zeros(0, np.int64)
         slots = INITIAL_SLOTS if slots is None else int(slots)
         S = max(2, slots + slots % 2)
         self.S = 0
@@ -200,6 +262,7 @@ class Slots:
         self.live = np.zeros(0, np.bool_)
         self.tag = np.zeros(0, np.int64)
         self.nlive = 0
+        self.deferred = False                        # segment growth left to settle()
         self._more_slots(S)
         engine.slots = self
         engine._layout(self.S, self.seg_cap, self._pair_cap())
@@ -240,6 +303,12 @@ class Slots:
         tag[:old] = self.tag
         self.live, self.tag = live, tag
         self.S = S_new
+        # the id table: a power of two at least twice the slots (at most half full)
+        size = 1 << max(int(2 * S_new - 1).bit_length(), 1)
+        if size != len(self.hkey):
+            hkey, hval = np.full(size, -1, np.int64), np.zeros(size, np.int64)
+            _rehash(self.hkey, self.hval, hkey, hval)
+            self.hkey, self.hval = hkey, hval
 
     def _grow(self, S_new=None):
         """Lay the engine's state out again (more slots and/or larger segments)."""
@@ -265,7 +334,7 @@ class Slots:
         new = [np.zeros(2 * len(ids), np.int64) for _ in range(4)]
         i, k = 0, 0
         while True:
-            i, k = _assign(op, ids, i, out, self.idmap, self.free1, self.free2, self.top,
+            i, k = _assign(op, ids, i, out, self.hkey, self.hval, self.free1, self.free2, self.top,
                            self.eng.G.refs, *new, k)
             if i == len(ids):
                 break
@@ -309,6 +378,10 @@ class Slots:
         self.res_messages += counts
         self.res_bytes += np.bincount(res, weights=np.repeat(
             Mv.nbytes[ns].astype(np.float64), hops), minlength=self.R)[:self.R]
+        if not self.deferred:
+            self._fit_segments()
+
+    def _fit_segments(self):
         over = self.cross > self.seg_cap
         if over.any():
             # every resource past a quarter of its segment grows with the ones that
@@ -317,6 +390,34 @@ class Slots:
             grow = 4 * self.cross > self.seg_cap
             self.seg_cap[grow] = np.maximum(4 * self.cross[grow], 2 * self.seg_cap[grow])
             self._grow()
+
+    def reserve(self, batches):
+        """Before the first windows are assigned (``WindowFeed.start``): grow once to the
+        slots their ``(op, ids)`` ``batches`` will take, and leave the heap segments'
+        growth to :meth:`settle` (nothing is in the heaps before the kernel runs).
+
+        Loading the ranks one by one doubled the slots, and grew the segments, ~20 times
+        on a 64-rank trace (each a lay-out of the whole state, ~0.3 s CPU per run)."""
+        self.deferred = True
+        ids = [np.asarray(i, np.int64) for _, i in batches]
+        am = sum(int(np.count_nonzero((op == OP_AMREQUEST) & (i >= 0)))
+                 for (op, _), i in zip(batches, ids))
+        m = np.concatenate([i[(i >= 0) & (op != OP_AMREQUEST)]
+                            for (op, _), i in zip(batches, ids)]) if ids else ids
+        # each distinct id not in the table takes a single slot: a free one, else half a
+        # pair; each request a pair: exactly the pairs these need, no more (the slots
+        # double only if later windows need more)
+        m = np.sort(m)               # (np.unique's hash path: ~40x slower here)
+        m = m[np.concatenate([[True], m[1:] != m[:-1]])] if len(m) else m
+        singles = max(_count_new(self.hkey, m) - int(self.top[0]), 0)
+        pairs = am + (singles + 1) // 2 - int(self.top[1])
+        if pairs > 0:
+            self._grow(self.S + 2 * pairs)
+
+    def settle(self):
+        """After the first windows: grow the heap segments :meth:`reserve` deferred."""
+        self.deferred = False
+        self._fit_segments()
 
     def drain(self):
         """Hand the retired slots' outputs to the sink and free the slots."""

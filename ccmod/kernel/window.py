@@ -45,6 +45,10 @@ import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.li
 from ccmod.codes import OP_IRECV, OP_ISEND
 from ccmod.kernel.waits import track_request
 
+#: records of first windows read ahead at start, a group of ranks at a time (their
+#: columns are held until assigned: ~70 bytes a record)
+START_RECORDS = 1 << 20
+
 
 @njit(cache=True)
 def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg,
@@ -195,14 +199,29 @@ class WindowFeed:
         if start:
             self.start()
 
-    def start(self, assign=None) -> None:
+    def start(self, assign=None, reserve=None) -> None:
         """Load every rank's first window. ``assign(r, g0, g1, ids, cols)``, if given,
         turns the message ids of rank r's records ``[g0, g1)`` (columns ``cols``, with
         ``msg_nbytes`` each message's size) into the kernel's message indices (slots,
-        :mod:`ccmod.kernel.slots`); without it the ids are the indices."""
+        :mod:`ccmod.kernel.slots`); without it the ids are the indices.
+
+        ``reserve(batches)``, if given, is told the ``(op, ids)`` of the first windows of
+        a group of ranks (up to :data:`START_RECORDS` records) before they are assigned:
+        the slots can then grow once per group rather than double many times as the
+        ranks are loaded one by one (each growth lays the whole state out again).
+        """
         self.assign = assign
-        for r in range(self.n):
-            self._load(r)
+        r = 0
+        while r < self.n:
+            group, held = [], 0
+            while r < self.n and (not group or held < START_RECORDS):
+                group.append(self._read(r))
+                held += group[-1][2] - group[-1][1]
+                r += 1
+            if reserve is not None:
+                reserve([(np.asarray(c["op"], np.int64), ids) for _, _, _, c, ids in group])
+            for item in group:
+                self._place(*item)
         self.program = self._program()
 
     def _program(self):
@@ -227,21 +246,30 @@ class WindowFeed:
         self.wa_msg, self.wa_side, self.wa_cap = msg, side, new
 
     def _load(self, r: int) -> None:
-        from ccmod.errors import CcmodInputError
+        self._place(*self._read(r))
+
+    def _read(self, r: int):
+        """Rank r's next window: ``(r, g0, g1, cols, ids)``, message ids from the matcher
+        (or the static matching), not yet slots."""
         g0 = int(self.next[r])
         g1 = min(g0 + self.W, int(self.rank_ptr_src[r + 1]))
         cols = self.source.read(r, g0, g1, "load")
+        if self.matcher is not None:
+            ids = self.matcher.ids(r, g0, g1, cols)
+            cols = dict(cols, msg_nbytes=self.matcher.nbytes)
+        else:
+            ids = self.rec_msg[g0:g1]
+        return r, g0, g1, cols, ids
+
+    def _place(self, r: int, g0: int, g1: int, cols, ids) -> None:
+        """Put rank r's window (:meth:`_read`) in its region, waits resolved."""
+        from ccmod.errors import CcmodInputError
         op = np.asarray(cols["op"], np.int64)
         nreq = int(np.count_nonzero((op == OP_ISEND) | (op == OP_IRECV)))
         need = _outstanding_len(self.out, r) + nreq
         if need > self.wa_cap:
             self._grow_pool(need)
         pc0 = r * self.stride
-        if self.matcher is not None:
-            ids = self.matcher.ids(r, g0, g1, cols)
-            cols["msg_nbytes"] = self.matcher.nbytes
-        else:
-            ids = self.rec_msg[g0:g1]
         if self.assign is not None:
             ids = self.assign(r, g0, g1, ids, cols)
         k = _fill_rank(self.out, r, op, np.asarray(cols["duration_s"], np.float64),
