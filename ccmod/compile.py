@@ -26,7 +26,7 @@ class Messages:
     dst: np.ndarray
     tag: np.ndarray
     nbytes: np.ndarray      # int64[M]
-    rec_msg: np.ndarray     # int64[n records] message id of a send/recv record, else -1
+    rec_msg: np.ndarray     # int32[n records] message id of a send/recv record, else -1
     route_ptr: np.ndarray   # int64[M+1] CSR of resources per message
     route_res: np.ndarray   # int32[nnz]
     quiet_s: np.ndarray     # float64[M] quiet-network time (CCMOD's Tquiet)
@@ -271,7 +271,10 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         send_rec = np.concatenate([send_rec, np.repeat(am, 2)])
         recv_rec = np.concatenate([recv_rec, np.repeat(am, 2)])
     M = M0 + 2 * A
-    rec_msg = np.full(w.nrecords, -1, np.int64)
+    if M > np.iinfo(np.int32).max:
+        raise CcmodInputError(f"{M} messages: one run holds at most 2^31 - 1 (the kernel's "
+                              "message ids are int32)", hint="split the trace")
+    rec_msg = np.full(w.nrecords, -1, np.int32)   # int32: 4 bytes per record less
     rec_msg[send_rec[:M0]] = np.arange(M0)
     rec_msg[recv_rec[:M0]] = np.arange(M0)
     rec_msg[am] = M0 + 2 * np.arange(A)
@@ -292,6 +295,19 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
                     quiet_s=quiet, latency_s=latency, flow_cap_Bps=cap, intra=intra,
                     hops=hops.astype(np.int32), kind=kind, handler_s=handler_s, notes=notes,
                     same_node=same, o_send_s=o_send, o_recv_s=o_recv, gap_s=gap)
+
+
+def per_message(column, pinv):
+    """``column[pinv]``: a route table's column for every message. When the column holds
+    one value (bit for bit: a star's routes all have the same latency, bandwidth and hops)
+    a read-only view that repeats it (stride 0): the same values to every operation,
+    without a gather or the memory of one."""
+    column = np.asarray(column)
+    if len(column) and column.ndim == 1 and column.dtype.itemsize in (4, 8):
+        bits = column.view(np.int32 if column.dtype.itemsize == 4 else np.int64)
+        if (bits == bits[0]).all():
+            return np.broadcast_to(column[:1], (len(pinv),))
+    return column[pinv]
 
 
 def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
@@ -333,7 +349,7 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
         pairs, pinv = np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
     pinv = np.asarray(pinv).reshape(-1)
     table = compile_routes(pairs)
-    hops = table.hops[pinv] if M else np.zeros(0, np.int32)
+    hops = per_message(table.hops, pinv) if M else np.zeros(0, np.int32)
     h = int(table.hops[0]) if len(table.hops) else 0
     if M and h > 0 and np.all(table.hops == h) and \
             len(table.resources) == h * len(table.hops):
@@ -372,8 +388,8 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
         if inj_res is not None:
             res2[ptr2[1:][add_inj] - 1] = inj_res[add_inj]
         hops, route_ptr, route_res = hops2.astype(hops.dtype), ptr2, res2
-    lat = table.latency_s[pinv] if M else np.zeros(0)
-    bw = table.bandwidth_Bps[pinv] if M else np.zeros(0)
+    lat = per_message(table.latency_s, pinv) if M else np.zeros(0)
+    bw = per_message(table.bandwidth_Bps, pinv) if M else np.zeros(0)
     cost = network.cost
     quiet = np.asarray(cost.quiet_s(nbytes, lat, bw, hops_cost), float) if M else np.zeros(0)
     latency = np.asarray(cost.latency_s(nbytes, lat, bw, hops_cost), float) if M else np.zeros(0)

@@ -180,9 +180,11 @@ class WindowFeed:
         self.rank_ptr_src = np.asarray(src.rank_ptr, np.int64)
         size = max(n, 1) * self.stride
         self.rank_ptr = np.arange(n + 1, dtype=np.int64) * self.stride
-        self.op = np.zeros(size, np.int64)
+        # the kernel's Program dtypes (kernel/compiled.PROGRAM_DTYPES): op codes and
+        # message slots fit (slots are the messages in flight, far below 2^31)
+        self.op = np.zeros(size, np.int8)
         self.dur = np.zeros(size)
-        self.msg = np.full(size, -1, np.int64)
+        self.msg = np.full(size, -1, np.int32)
         self.wait_msg = np.full(size, -1, np.int64)
         self.wait_side = np.zeros(size, np.int64)
         self.wa_ptr = np.zeros(size + 1, np.int64)
