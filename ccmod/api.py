@@ -32,6 +32,35 @@ def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_s
                          collectives=collectives)
 
 
+def run_view(w):
+    """A shallow copy of Workload ``w`` without the columns that only the matching reads.
+
+    ``peer``, ``tag`` and ``nbytes`` have their per-message copies in the Messages once
+    :func:`ccmod.compile.compile_messages` is done, and ``req`` is read again only to map
+    waits to requests: a whole-program run that writes no outputs (the outputs' sinks may
+    read the records) holds them no longer, and holds ``file_id`` and ``line`` narrower.
+    That is 32 bytes per record of a run's peak memory when ``w`` was read from a file
+    (the copy is then the columns' last holder); a caller's Workload keeps its columns.
+    """
+    from ccmod.codes import OP_WAIT, OP_WAITALL
+    v = copy.copy(w)
+    v.peer = v.tag = v.nbytes = None
+    op = np.asarray(w.op)
+    if not np.any((op == OP_WAIT) | (op == OP_WAITALL)):
+        v.req = None         # resolve_waits reads req only when a record waits
+    # the source positions only name a record in an error message (Workload.where): a
+    # single file's ids as one broadcast value, lines as int32 when they fit (8 bytes per
+    # record less; the values, and so the messages, are the same)
+    fid = np.asarray(w.file_id)
+    if fid.ndim == 1 and fid.size > 1 and (fid == fid[0]).all():
+        v.file_id = np.broadcast_to(fid[:1].copy(), fid.shape)   # not a view of fid
+    line = np.asarray(w.line)
+    if line.ndim == 1 and line.size and line.dtype.itemsize > 4 and \
+            np.iinfo(np.int32).min <= line.min() and line.max() <= np.iinfo(np.int32).max:
+        v.line = line.astype(np.int32)
+    return v
+
+
 def load_network(spec, nodes_needed: int, cost=None, background=None):
     """Build a network from a spec string, or check (and copy) a Network object.
 
@@ -124,6 +153,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     # the matched records' indices: only compile_messages' own errors read them (16 bytes
     # per message less under the kernel's state)
     msgs.send_rec = msgs.recv_rec = None
+    if window_records is None and not sink_objs:
+        w = run_view(w)      # the caller's Workload, if one was given, keeps its columns
     cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 

@@ -46,15 +46,18 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     from ccmod.linkrate import link_utilisation
     from ccmod.result import DEFAULT_PACKET_SIZE, LazyFrame, Routes, RunResult
 
+    from ccmod.engine import message_column
     w = engine.w
     release = getattr(engine, "release_scratch", None)
     if release is not None:
         release()        # the kernel's scratch state, before the tables below are made
+    # the run's int64 views of these, narrowed again to compile_messages' dtypes
+    src, dst, route_res = (message_column(msgs, c) for c in ("src", "dst", "route_res"))
     M = len(msgs.nbytes)
     # per-resource message and byte counts first: their per-hop temporaries are freed
     # before the message table's columns are made, which then reuse that memory
     nres = network.nresources
-    res = msgs.route_res
+    res = route_res
     n_msgs = np.bincount(res, minlength=nres)
     # each route entry weighs its message's bytes (fewer per-hop temporaries than indexing)
     n_bytes = np.bincount(res, weights=np.repeat(msgs.nbytes.astype(np.float64),
@@ -74,7 +77,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     bott = engine.bott
     names = resource_names(network)
     messages = LazyFrame({
-        "msg_id": np.arange(M, dtype=np.int64), "src": msgs.src, "dst": msgs.dst,
+        "msg_id": np.arange(M, dtype=np.int64), "src": src, "dst": dst,
         "tag": msgs.tag, "nbytes": msgs.nbytes, "t_post_s": t_post,
         "t_post_send_s": np.asarray(engine.t_post_send, float),
         "t_post_recv_s": np.asarray(engine.t_post_recv, float), "t_start_s": t_start,
@@ -87,7 +90,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     lt, lres, lcount = engine.load if engine.record else (np.zeros(0), np.zeros(0, np.int32),
                                                            np.zeros(0, np.int32))
     lr, lt0, lt1, lc = link_intervals(lt, lres, lcount, makespan)
-    routes = Routes(ptr=np.asarray(msgs.route_ptr, np.int64), res=np.asarray(msgs.route_res))
+    routes = Routes(ptr=np.asarray(msgs.route_ptr, np.int64), res=route_res)
     resources, links, used, cap, bg = link_tables(engine, network, names, n_msgs, n_bytes,
                                                   makespan)
     rank_states = link_load = None
@@ -108,7 +111,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     if getattr(engine, "signals", None) is not None:
         # integer-coded signals become text here, once (only the debug sink asks for them)
         from ccmod.kernel.record import render_signals
-        b = render_signals(engine.signals, msgs.route_ptr, msgs.route_res)
+        b = render_signals(engine.signals, msgs.route_ptr, route_res)
         signals = LazyFrame({"t_s": np.asarray(b["t_s"], np.float64),
                                 "signal": np.asarray(b["signal"], dtype=object),
                                 "args": np.asarray(b["args"], dtype=object)})

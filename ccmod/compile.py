@@ -26,7 +26,7 @@ class Messages:
     dst: np.ndarray
     tag: np.ndarray
     nbytes: np.ndarray      # int64[M]
-    rec_msg: np.ndarray     # int64[n records] message id of a send/recv record, else -1
+    rec_msg: np.ndarray     # int32[n records] message id of a send/recv record, else -1
     route_ptr: np.ndarray   # int64[M+1] CSR of resources per message
     route_res: np.ndarray   # int32[nnz]
     quiet_s: np.ndarray     # float64[M] quiet-network time (CCMOD's Tquiet)
@@ -271,7 +271,10 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         send_rec = np.concatenate([send_rec, np.repeat(am, 2)])
         recv_rec = np.concatenate([recv_rec, np.repeat(am, 2)])
     M = M0 + 2 * A
-    rec_msg = np.full(w.nrecords, -1, np.int64)
+    if M > np.iinfo(np.int32).max:
+        raise CcmodInputError(f"{M} messages: one run holds at most 2^31 - 1 (the kernel's "
+                              "message ids are int32)", hint="split the trace")
+    rec_msg = np.full(w.nrecords, -1, np.int32)   # int32: 4 bytes per record less
     rec_msg[send_rec[:M0]] = np.arange(M0)
     rec_msg[recv_rec[:M0]] = np.arange(M0)
     rec_msg[am] = M0 + 2 * np.arange(A)

@@ -68,34 +68,60 @@ _SHARED_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "
                   ("flow_cap_Bps", "flow_cap"), ("nbytes", "nbytes"), ("route_ptr", "route_ptr"))
 
 
+#: Messages fields of narrower integers the arena holds widened to int64 (the same
+#: values): shared too, as int64 views; :func:`message_column` gives them their own dtype
+#: back for the result's tables, after the run (8 bytes per message of src and dst and 4
+#: per route entry less at the peak)
+_WIDENED_INPUTS = (("src", "src"), ("dst", "dst"), ("kind", "kind"),
+                   ("route_res", "route_res"))
+
+
 def _detach_inputs(msgs, arena):
-    """Take from ``msgs`` the fields the arena holds exact copies of (same dtype and
-    shape): the arena's list of inputs is then their only holder, so each is freed as soon
-    as it is copied in (never two copies at the peak). Returns their names, for
-    :func:`_share_inputs`. ``msgs`` lacks them until then."""
+    """Take from ``msgs`` the fields the arena holds copies of (same shape, and the same
+    dtype or, for :data:`_WIDENED_INPUTS`, a narrower integer one): the arena's list of
+    inputs is then their only holder, so each is freed as soon as it is copied in (never
+    two copies at the peak). Returns ``{name: dtype}`` of them, for :func:`_share_inputs`.
+    ``msgs`` lacks them until then."""
     from ccmod.kernel.state import MsgIn
     spec = arena.spec[MsgIn]
-    out = []
-    for name, field in _SHARED_INPUTS:
+    out = {}
+    for name, field in _SHARED_INPUTS + _WIDENED_INPUTS:
         a = getattr(msgs, name, None)
         kind, _, n, _ = spec[field]
-        if isinstance(a, np.ndarray) and a.shape == (n,) and \
-                a.dtype == (np.int64 if kind == "i" else np.float64):
+        if not (isinstance(a, np.ndarray) and a.shape == (n,)):
+            continue
+        if a.dtype == (np.int64 if kind == "i" else np.float64) or (
+                kind == "i" and (name, field) in _WIDENED_INPUTS and a.dtype.kind == "i"):
             setattr(msgs, name, None)
-            out.append(name)
+            out[name] = a.dtype
     return out
 
 
 def _share_inputs(msgs, views, names):
-    """Point ``msgs``' fields ``names`` at the kernel's read-only copies of them
-    (``views``, numpy views of the arena): one copy of each in memory, not two. The kernel
-    never writes its message inputs; the views are made read-only to keep it so.
+    """Point ``msgs``' fields ``names`` (``{name: dtype}``) at the kernel's read-only
+    copies of them (``views``, numpy views of the arena): one copy of each in memory, not
+    two. The kernel never writes its message inputs; the views are made read-only to keep
+    it so. A widened field's own dtype is kept in ``msgs.widened`` (:func:`message_column`).
     """
-    for name, field in _SHARED_INPUTS:
+    widened = getattr(msgs, "widened", None) or {}
+    for name, field in _SHARED_INPUTS + _WIDENED_INPUTS:
         if name in names:
             v = getattr(views, field)
             v.flags.writeable = False
             setattr(msgs, name, v)
+            if v.dtype != names[name]:
+                widened.setdefault(name, names[name])
+    if widened:
+        msgs.widened = widened
+
+
+def message_column(msgs, name):
+    """Field ``name`` of ``msgs`` in the dtype compile_messages gave it (a field the
+    kernel's arena holds widened is an int64 view of it during a run: narrowed again
+    here, a copy, once the run's peak is past)."""
+    a = getattr(msgs, name)
+    dt = (getattr(msgs, "widened", None) or {}).get(name)
+    return a if dt is None else np.asarray(a, dt)
 
 
 def release_free_heap():
@@ -230,9 +256,10 @@ class Engine:
         if self.feed is not None:
             self.P = self.feed.program       # window positions, before any load
         else:
-            self.P = ks.whole_program(n, w.rank_ptr, np.asarray(w.op, np.int64),
+            # the Workload's int8 op codes and the Messages' int32 ids, as they are
+            self.P = ks.whole_program(n, w.rank_ptr, w.op,
                                       np.asarray(w.duration_s, np.float64),
-                                      np.asarray(msgs.rec_msg, np.int64), wait_msg, wait_side,
+                                      msgs.rec_msg, wait_msg, wait_side,
                                       wa_ptr, wa_msg, wa_side)
         if bg_t_s is None:
             bg_t_s, bg_resource, bg_load = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import run_cli
 from ccmod.api import load_workload, run
+from ccmod.engine import Engine
 from ccmod.streaming import run_streamed
 from ccmod.workloads.generators import generate
 from ccmod.workloads.parquet_stream import ParquetRecordSource
@@ -129,11 +130,17 @@ def test_streamed_bounds_equal_in_memory(tmp_path, monkeypatch):
             surveys.append(i)
         return real(self, i, cols, j)
     monkeypatch.setattr(ParquetRecordSource, "_group", count)
+    runs = []
+    real_run = Engine.run
+    monkeypatch.setattr(Engine, "run", lambda self: runs.append(1) or real_run(self))
     for sharing in ("ccmod", "maxmin"):
         kw = dict(sharing=sharing, background=0.25, bounds=True)
         mem = run(p, NET, **kw)
         surveys.clear()
+        runs.clear()
         st = run_streamed(p, NET, window=3, **kw)
+        # one pass per distinct level: the main run (avg = worst = 0.25) and best (0)
+        assert len(runs) == 2
         assert st.makespan_s.hex() == mem.makespan_s.hex()
         assert st.bounds == mem.bounds, sharing
         assert st.bounds["best"] < st.bounds["worst"]

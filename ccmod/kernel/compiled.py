@@ -25,7 +25,9 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
 from numba import njit, types
+from numba.np import numpy_support
 from numba.core import cgutils
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic, overload
@@ -87,8 +89,8 @@ leaf = njit(cache=True, _nrt=False)
 # same named tuple with each array replaced by its data address (eleven words) and
 # :func:`at_i` / :func:`at_f` read an element through it. Under NUMBA_DISABLE_JIT the view
 # is the Program itself and the readers index the arrays: the same code, the same results.
-# The arrays are contiguous int64 / float64 (state.whole_program, window.WindowFeed) and
-# live for the whole call that uses the view.
+# The arrays are contiguous (state.whole_program, window.WindowFeed: :data:`PROGRAM_DTYPES`)
+# and live for the whole call that uses the view.
 def program_view(P):
     """``P`` as the compiled interpreter reads it (see above)."""
     return P
@@ -97,6 +99,17 @@ def program_view(P):
 def at_i(a, i):
     """``a[i]`` of an int64 array, or of its data address (compiled)."""
     return a[i]
+
+
+def at_i8(a, i):
+    """``a[i]`` of an int8 array (the op codes), or of its data address, as an int64."""
+    return int(a[i])
+
+
+def at_i32(a, i):
+    """``a[i]`` of an int32 array (the records' message ids), or of its data address, as an
+    int64 (compiled: sign-extended as it is loaded)."""
+    return int(a[i])
 
 
 def at_f(a, i):
@@ -130,8 +143,28 @@ def _loader(kind):
     return load
 
 
+def _narrow_loader(kind):
+    # an element of a narrower integer array, sign-extended to int64: callers compute
+    # with it (offsets, ids) as with an at_i value
+    @intrinsic
+    def load(typingctx, addr, i):
+        if not (isinstance(addr, types.Integer) and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ty = context.get_value_type(kind)
+            ptr = builder.inttoptr(args[0], ty.as_pointer())
+            k = context.cast(builder, args[1], sig.args[1], types.int64)
+            return builder.sext(builder.load(builder.gep(ptr, [k])),
+                                context.get_value_type(types.int64))
+        return types.int64(addr, i), codegen
+    return load
+
+
 _load_i = _loader(types.int64)
 _load_f = _loader(types.float64)
+_load_i8 = _narrow_loader(types.int8)
+_load_i32 = _narrow_loader(types.int32)
 
 
 @overload(at_i)
@@ -148,10 +181,26 @@ def _at_f(a, i):
     return lambda a, i: a[i]
 
 
+def _narrow_reader(load):
+    def typer(a, i):
+        if isinstance(a, types.Integer):
+            return lambda a, i: load(a, i)
+        return lambda a, i: np.int64(a[i])
+    return typer
+
+
+overload(at_i8)(_narrow_reader(_load_i8))
+overload(at_i32)(_narrow_reader(_load_i32))
+
+#: the dtype of each Program array: op codes as the readers make them (int8, no int64
+#: copy of them per run), message ids of the records int32 (8 + 4 bytes per record less)
+PROGRAM_DTYPES = {"op": np.int8, "dur": np.float64, "rec_msg": np.int32}
+
+
 @overload(program_view)
 def _program_view(P):
     for name, ty in zip(P.fields[1:], P.types[1:]):
-        want = types.float64 if name == "dur" else types.int64
+        want = numpy_support.from_dtype(np.dtype(PROGRAM_DTYPES.get(name, np.int64)))
         if not (isinstance(ty, types.Array) and ty.dtype == want and ty.ndim == 1
                 and ty.layout == "C"):
             raise TypeError(f"Program.{name} must be a contiguous {want} array, not {ty}")

@@ -34,8 +34,8 @@ each buffer as its data pointer alone (:mod:`ccmod.kernel.rawbuf`).
 """
 from __future__ import annotations
 
-from ccmod.kernel.compiled import (at_f, at_i, bg_steps, cc_state, leaf, msg_in, msg_st,
-                                   program_view, rank_st, scalars, timers)
+from ccmod.kernel.compiled import (at_f, at_i, at_i8, at_i32, bg_steps, cc_state, leaf,
+                                   msg_in, msg_st, program_view, rank_st, scalars, timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_pop, timer_set
 from ccmod.kernel.rawbuf import prefetch, raw
@@ -259,16 +259,18 @@ def _warm(C, P, I, F, pc, end):
         return
     # the rank's records one line (8 records) on: a rank's program is read once a round,
     # a line at a time, and every rank is a stream of its own (too many for the hardware)
-    prefetch(P.op, pc + 8)
-    prefetch(P.rec_msg, pc + 8)
+    # (prefetch counts in 8-byte words: the int8 op codes' and the int32 message ids' line
+    # is at word pc / 8 and pc / 2)
+    prefetch(P.op, (pc + 8) >> 3)
+    prefetch(P.rec_msg, (pc + 8) >> 1)
     prefetch(P.dur, pc + 8)
-    o = at_i(P.op, pc)
+    o = at_i8(P.op, pc)
     if o == OP_COMPUTE:
         prefetch(P.dur, pc)
     elif o == OP_SEND or o == OP_ISEND or o == OP_RECV or o == OP_IRECV:
         M = msg_in(I)
         G = msg_st(I)
-        m = at_i(P.rec_msg, pc)
+        m = at_i32(P.rec_msg, pc)
         prefetch(F, G.t_post_send + m)
         prefetch(F, G.t_post_recv + m)
         prefetch(F, G.t_end + m)
@@ -318,7 +320,7 @@ def _advance(C, P, L, I, F, r, t):
             break
         if pc >= end:
             break
-        o = at_i(P.op, pc)
+        o = at_i8(P.op, pc)
         if o == OP_COMPUTE:
             d = at_f(P.dur, pc)
             pc += 1
@@ -326,7 +328,7 @@ def _advance(C, P, L, I, F, r, t):
                 _busy_for(I, F, r, t, d, STATE_COMPUTE)
                 break
         elif o == OP_SEND or o == OP_ISEND:
-            m = at_i(P.rec_msg, pc)
+            m = at_i32(P.rec_msg, pc)
             if F[M.o_send + m] > 0.0 and I[R.paid_pc + r] != pc:
                 I[R.paid_pc + r] = pc       # the CPU overhead comes before the post
                 _busy_for(I, F, r, t, F[M.o_send + m], STATE_OVERHEAD)
@@ -344,7 +346,7 @@ def _advance(C, P, L, I, F, r, t):
                 _block(C, L, I, F, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
-            m = at_i(P.rec_msg, pc)
+            m = at_i32(P.rec_msg, pc)
             F[G.t_post_recv + m] = t
             if not I[M.eager + m] and F[G.t_post_send + m] < INF:
                 _start(C, L, I, F, m, t, True)
@@ -376,7 +378,7 @@ def _advance(C, P, L, I, F, r, t):
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_AMREQUEST:
-            m = at_i(P.rec_msg, pc)
+            m = at_i32(P.rec_msg, pc)
             pc += 1
             F[G.t_post_send + m] = t
             F[G.t_post_recv + m] = t
@@ -442,8 +444,8 @@ def _drain(C, P, L, I, F, t):
             # the rank two places on: with many ranks its next record is rarely in cache
             # any more (one line per rank, reused once a round), fetch it while these run
             pc2 = I[R.pc + I[R.ready + (h + 2) % cap]]
-            prefetch(P.op, pc2)
-            prefetch(P.rec_msg, pc2)
+            prefetch(P.op, pc2 >> 3)            # in words (see _warm)
+            prefetch(P.rec_msg, pc2 >> 1)
         if _unblock(C, L, I, F, r, t):
             _advance(C, P, L, I, F, r, t)
             if I[K.ks + K_STARVED] != 0:
@@ -542,7 +544,7 @@ def _loop(C, P, L, I, F):
                 I[R.block_state + x] = RS_RUNNABLE
                 pc = I[R.pc + x]
                 if (F[R.hfree + x] <= t and F[R.ovh_due + x] <= 0.0
-                        and pc < at_i(P.rank_end, x) and at_i(P.op, pc) == OP_COMPUTE
+                        and pc < at_i(P.rank_end, x) and at_i8(P.op, pc) == OP_COMPUTE
                         and at_f(P.dur, pc) > 0.0):
                     # compute after compute, as _advance would do it, without the call
                     I[R.pc + x] = pc + 1

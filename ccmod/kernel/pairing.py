@@ -19,6 +19,9 @@ numba_startup()     # before any compile or cache load (ccmod.jit)
 #: at most this many channels in the table (or 4 per message, when more): its counters
 #: are zeroed and scanned once per run
 DENSE_CHANNELS = 1 << 20
+#: fewer messages are sorted: loading the compiled pass from numba's cache (~0.01 s) costs
+#: more than sorting them (~0.1 us per message)
+DENSE_MIN_MESSAGES = 1 << 16
 
 
 @njit(cache=True, _nrt=False)
@@ -56,14 +59,15 @@ def _pair_counts(s_src, s_dst, s_tag, r_src, r_dst, r_tag, nranks, tag_lo, ntags
 
 def pair_dense(nranks, s_src, s_dst, s_tag, r_src, r_dst, r_tag):
     """The receive paired with each send (an index into the receives, int64), False when
-    the channels do not balance, or None when the table would be too large (or numba's
-    JIT is off: the caller's sort is the faster plain Python) and the caller sorts.
+    the channels do not balance, or None when the caller sorts: the table would be too
+    large, there are fewer than :data:`DENSE_MIN_MESSAGES` messages, or numba's JIT is
+    off (the caller's sort is the faster plain Python).
 
     ``s_*`` the sends' (source rank, destination rank, tag), ``r_*`` the receives', each in
     record order.
     """
     M = len(s_src)
-    if not jit_enabled() or M != len(r_src):
+    if not jit_enabled() or M != len(r_src) or M < DENSE_MIN_MESSAGES:
         return None
     if M == 0:
         return np.zeros(0, np.int64)

@@ -339,7 +339,23 @@ def scalars(A):
 
 def whole_program(nranks, rank_ptr, op, dur, rec_msg, wait_msg, wait_side, wa_ptr, wa_msg,
                   wa_side):
-    """The :class:`Program` of a whole trace (every rank's records at once)."""
+    """The :class:`Program` of a whole trace (every rank's records at once). ``op`` and
+    ``rec_msg`` are read as int8 and int32 (:data:`ccmod.kernel.compiled.PROGRAM_DTYPES`):
+    converted here if given wider (a copy), after checking that every value fits."""
     rank_ptr = np.asarray(rank_ptr, np.int64)
+    op, rec_msg = _narrow(op, np.int8, "op code"), _narrow(rec_msg, np.int32, "message id")
     return Program(nranks, rank_ptr, op, dur, rec_msg, wait_msg, wait_side, wa_ptr, wa_msg,
                    wa_side, rank_ptr[1:], np.zeros(max(nranks, 1), np.int64))
+
+
+def _narrow(a, dtype, what):
+    """``a`` as ``dtype`` (no copy when it is already), refusing values that do not fit
+    (a message id past 2^31 - 1: more messages than one whole-program run can hold)."""
+    a = np.asarray(a)
+    if a.dtype == dtype:
+        return a
+    info = np.iinfo(dtype)
+    if a.size and (a.min() < info.min or a.max() > info.max):
+        raise OverflowError(f"a {what} does not fit in {np.dtype(dtype).name} "
+                            f"({int(a.min())}..{int(a.max())})")
+    return a.astype(dtype)

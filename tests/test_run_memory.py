@@ -1,0 +1,89 @@
+"""What a whole-program run stops holding to bound its peak memory (issue 10), and that
+results and error messages do not change for it."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ccmod.api import load_workload, run, run_view
+from ccmod.errors import DeadlockError
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+STAR = "star:bandwidth=1e8,latency=1e-6"
+
+
+@pytest.mark.parametrize("name, waits", [("pingpong.ti", False),
+                                         ("ring16.ti", True)])
+def test_run_view_drops_matching_columns_and_leaves_the_caller_s(name, waits):
+    w = load_workload(TRACES / name)
+    cols = {c: getattr(w, c) for c in ("peer", "tag", "nbytes", "req")}
+    v = run_view(w)
+    assert v.peer is None and v.tag is None and v.nbytes is None
+    # waits are mapped to requests when an engine is made: req stays for them only
+    assert (v.req is w.req) if waits else (v.req is None)
+    assert v.op is w.op and v.duration_s is w.duration_s and v.nrecords == w.nrecords
+    # error messages name the same file and line from the narrower columns
+    assert v.line.dtype == np.int32 and v.line.base is None
+    assert all(v.where(i) == w.where(i) for i in range(w.nrecords))
+    assert all(getattr(w, c) is a for c, a in cols.items())     # the caller's is intact
+
+
+@pytest.mark.parametrize("name", ["pingpong.ti", "ring16.ti"])
+def test_run_from_a_file_equals_run_of_the_workload(name):
+    # from a path the run holds only its view; from a Workload object nothing is dropped
+    a = run(TRACES / name, STAR, record=False)
+    b = run(load_workload(TRACES / name), STAR, record=False)
+    assert a.makespan_s == b.makespan_s
+    for c in ("t_start_s", "t_end_s", "src", "dst", "tag", "nbytes"):
+        x, y = a.column("messages", c), b.column("messages", c)
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
+def test_deadlock_of_a_file_still_names_its_line(tmp_path):
+    p = tmp_path / "dl.ti"
+    p.write_text("0 recv 1 10\n1 recv 0 10\n0 send 1 10\n1 send 0 10\n")
+    with pytest.raises(DeadlockError) as ei:
+        run(p, STAR, record=False)
+    assert f"{p}:1" in str(ei.value) and f"{p}:2" in str(ei.value)
+
+
+def test_program_is_read_narrow_and_refuses_ids_that_do_not_fit():
+    from ccmod.kernel.state import whole_program
+    one = np.zeros(1, np.int64)
+    P = whole_program(1, [0, 2], np.array([1, 2]), np.zeros(2), np.array([0, 2**31 - 1]),
+                      one, one, one, one, one)
+    assert P.op.dtype == np.int8 and P.rec_msg.dtype == np.int32
+    assert P.rec_msg[1] == 2**31 - 1
+    with pytest.raises(OverflowError, match="message id"):
+        whole_program(1, [0, 1], np.array([1]), np.zeros(1), np.array([2**31]),
+                      one, one, one, one, one)
+    # the run's own arrays are taken as they are (no copy per record)
+    w = load_workload(TRACES / "pingpong.ti")
+    from ccmod.compile import compile_messages
+    from ccmod.api import load_network
+    m = compile_messages(w, load_network(STAR, 2), np.arange(2), "ccmod", 0.0, 1e9)
+    assert m.rec_msg.dtype == np.int32
+    P = whole_program(2, w.rank_ptr, w.op, w.duration_s, m.rec_msg, one, one, one, one, one)
+    assert P.op is w.op and P.rec_msg is m.rec_msg
+
+
+def test_engine_shares_widened_message_inputs_and_tables_keep_their_dtypes():
+    # src, dst, kind and route_res are held once, as the arena's int64 copies, during a
+    # run; the result's tables narrow them back to compile_messages' dtypes
+    from ccmod.api import load_network
+    from ccmod.compile import compile_messages
+    from ccmod.engine import Engine, message_column
+    w = load_workload(TRACES / "ring16.ti")
+    net = load_network(STAR, w.nranks)
+    m = compile_messages(w, net, np.arange(w.nranks), "ccmod", 0.0, 1e9)
+    before = {c: getattr(m, c).copy() for c in ("src", "dst", "kind", "route_res")}
+    eng = Engine(w, m, net.nresources, net.resource_capacity_Bps(),
+                 np.zeros(net.nresources), record=False)
+    for c, a in before.items():
+        v = getattr(m, c)
+        assert v.dtype == np.int64 and not v.flags.writeable and np.shares_memory(v, eng.I)
+        n = message_column(m, c)
+        assert n.dtype == a.dtype and np.array_equal(n, a)
+    r = run(TRACES / "ring16.ti", STAR, record=False)
+    assert r.column("messages", "src").dtype == before["src"].dtype
+    assert r.routes.res.dtype == before["route_res"].dtype
