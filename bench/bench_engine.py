@@ -295,21 +295,29 @@ def _fmt(r):
     return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items())
 
 
+def _cell(x, fmt: str) -> str:
+    """A table cell: blank where the case has no such measure (no SimGrid run, say)."""
+    return "" if x is None or x != x else format(x, fmt)
+
+
 def table(rows):
     head = ("| case | sharing | records | engine rec/s | kernel rec/s | SimGrid ev/s | ratio | "
             "engine s | whole s (ccmod / SimGrid) | B/record | peak MB (ccmod / SimGrid) |")
     out = [head, "|" + "---|" * 11]
     for r in rows:
         sg = r.get("simgrid_ev_per_s")
+        whole = _cell(r.get("whole_s"), ".2f")
+        sg_whole = _cell(r.get("simgrid_whole_s"), ".2f")
+        sg_peak = _cell(r.get("simgrid_peak_MB"), ".0f")
         out.append(
             f"| {r['case']} | {r['sharing']} | {r['records']:,} | {r['engine_rec_per_s']:,.0f} | "
-            f"{r.get('kernel_rec_per_s', float('nan')):,.0f} | "
-            f"{'' if sg is None else f'{sg:,.0f}'} | "
+            f"{_cell(r.get('kernel_rec_per_s'), ',.0f')} | "
+            f"{_cell(sg, ',.0f')} | "
             f"{'' if sg is None else format(r['ratio'], '.2f') + 'x'} | "
             f"{r['engine_wall_s']:.2f} | "
-            f"{r.get('whole_s', float('nan')):.2f} / {r.get('simgrid_whole_s', float('nan')):.2f} | "
-            f"{r['mem_B_per_record']:.0f} | {r['peak_MB']:.0f} / "
-            f"{r.get('simgrid_peak_MB', float('nan')):.0f} |")
+            f"{whole + ' / ' + sg_whole if sg_whole else whole} | "
+            f"{r['mem_B_per_record']:.0f} | "
+            f"{_cell(r['peak_MB'], '.0f') + (' / ' + sg_peak if sg_peak else '')} |")
     return "\n".join(out)
 
 
