@@ -128,7 +128,9 @@ def _addr(typingctx, a):
     return types.int64(a), codegen
 
 
-def _loader(kind):
+def _loader(kind, widen=False):
+    # with widen, an element of a narrower integer array, sign-extended to int64: callers
+    # compute with it (offsets, ids) as with an at_i value
     @intrinsic
     def load(typingctx, addr, i):
         if not (isinstance(addr, types.Integer) and isinstance(i, types.Integer)):
@@ -138,33 +140,18 @@ def _loader(kind):
             ty = context.get_value_type(kind)
             ptr = builder.inttoptr(args[0], ty.as_pointer())
             k = context.cast(builder, args[1], sig.args[1], types.int64)
-            return builder.load(builder.gep(ptr, [k]))
-        return kind(addr, i), codegen
-    return load
-
-
-def _narrow_loader(kind):
-    # an element of a narrower integer array, sign-extended to int64: callers compute
-    # with it (offsets, ids) as with an at_i value
-    @intrinsic
-    def load(typingctx, addr, i):
-        if not (isinstance(addr, types.Integer) and isinstance(i, types.Integer)):
-            return None
-
-        def codegen(context, builder, sig, args):
-            ty = context.get_value_type(kind)
-            ptr = builder.inttoptr(args[0], ty.as_pointer())
-            k = context.cast(builder, args[1], sig.args[1], types.int64)
-            return builder.sext(builder.load(builder.gep(ptr, [k])),
-                                context.get_value_type(types.int64))
-        return types.int64(addr, i), codegen
+            value = builder.load(builder.gep(ptr, [k]))
+            if widen:
+                return builder.sext(value, context.get_value_type(types.int64))
+            return value
+        return (types.int64 if widen else kind)(addr, i), codegen
     return load
 
 
 _load_i = _loader(types.int64)
 _load_f = _loader(types.float64)
-_load_i8 = _narrow_loader(types.int8)
-_load_i32 = _narrow_loader(types.int32)
+_load_i8 = _loader(types.int8, widen=True)
+_load_i32 = _loader(types.int32, widen=True)
 
 
 @overload(at_i)
