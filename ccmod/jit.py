@@ -48,7 +48,7 @@ def jit_enabled() -> bool:
     return os.environ.get("NUMBA_DISABLE_JIT") != "1"
 
 
-_LOADS_PATCHED = _STARTED = False
+_STARTED = False
 
 
 def cache_loads_without_refresh() -> None:
@@ -61,12 +61,9 @@ def cache_loads_without_refresh() -> None:
     (NRT) must be initialised, which is done here. Nothing is lost, only deferred: numba
     refreshes both contexts itself whenever it compiles (``CompilerBase``) and whenever
     lowering meets a function it does not know yet (``BaseContext.get_function``).
-    Applies to ccmod's own functions only (others load as numba does); idempotent.
+    Applies to ccmod's own functions only (others load as numba does). Installed once, by
+    :func:`numba_startup`.
     """
-    global _LOADS_PATCHED
-    if not jit_enabled() or _LOADS_PATCHED:
-        return
-    _LOADS_PATCHED = True
     from numba.core import caching
     original = caching.Cache.load_overload
 
@@ -107,7 +104,6 @@ def numba_startup() -> None:
     cpu.CPUContext.load_additional_registries = load_additional_registries
 
 
-_RUNTIME_PATCHED = False
 #: where this process's numba runtime came from: "cache", "compiled" (and written to the
 #: cache), None (not initialised here, or by numba's own compile when internals moved)
 runtime_source = None
@@ -128,12 +124,9 @@ def runtime_from_cache() -> None:
     numba's cache on the machine (triple, CPU, features), numba's and llvmlite's versions
     and the options that change the code. numba still registers the runtime's C helpers
     and keeps the library as its own (``rtsys.initialize``); only the compile is skipped.
-    Idempotent; under ``NUMBA_DISABLE_JIT=1`` nothing.
+    Installed once, by :func:`numba_startup` (which does nothing under
+    ``NUMBA_DISABLE_JIT=1``).
     """
-    global _RUNTIME_PATCHED
-    if not jit_enabled() or _RUNTIME_PATCHED:
-        return
-    _RUNTIME_PATCHED = True
     from numba.core.runtime import nrtdynmod
     original = nrtdynmod.compile_nrt_functions
 
