@@ -1,7 +1,8 @@
 """The compiled event-horizon kernel (numba, cached once per install).
 
 Modules: :mod:`~ccmod.kernel.loop` (the hot loop: ranks, waits, barrier, send modes,
-handlers, horizons), :mod:`~ccmod.kernel.ccmod_rule` (the article's contention /
+handlers, horizons), :mod:`~ccmod.kernel.messages` (a message's injection, end,
+handler and waiters), :mod:`~ccmod.kernel.ccmod_rule` (the article's contention /
 bandwidth-availability sharing with per-resource virtual clocks),
 :mod:`~ccmod.kernel.maxmin` (incremental max-min over
 :mod:`~ccmod.kernel.mm_classes`, classes of flows with one virtual clock each), :mod:`~ccmod.kernel.heaps` (indexed

@@ -15,6 +15,9 @@ Per-message overheads (LogGP's o): ``o_send_s`` is CPU time the sending rank spe
 the send is posted, ``o_recv_s`` after the receive completes; both show as the rank state
 "overhead". A node's NIC injects messages at least ``gap_s`` apart (LogGP's g).
 
+A message's own steps (injection and the NIC gap, its end, its handler, its waiters and
+slot references) are in :mod:`ccmod.kernel.messages`.
+
 Active messages (LoPC): a request runs a handler on its target as soon as the target's
 processor is free of earlier handlers, interrupting compute; the reply's handler runs on
 the requester, which resumes after it.
@@ -37,62 +40,23 @@ from __future__ import annotations
 from ccmod.kernel.compiled import (at_f, at_i, at_i8, at_i32, bg_steps, cc_state, leaf,
                                    msg_in, msg_st, program_view, rank_st, scalars, timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
-from ccmod.kernel.heaps import timer_pop, timer_set
+from ccmod.kernel.heaps import timer_pop
+from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, start_transfer,
+                                   unref, wait_on)
 from ccmod.kernel.rawbuf import prefetch, raw
 from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
-                                EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_NRET, K_RECORDS,
-                                K_RHEAD, K_RTAIL, K_SEQ, K_STARTED, K_STARVED, NSTATES,
+                                EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS,
+                                K_RHEAD, K_RTAIL, K_STARTED, K_STARVED, NSTATES,
                                 OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                                 OP_SEND, OP_WAIT, OP_WAITALL, RS_COMPUTING, RS_FINISHED,
-                                RS_RUNNABLE, SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
-                                SG_MSGEND, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END,
+                                RS_RUNNABLE, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
+                                SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END,
                                 SG_UPPR_PROC, STATE_BARRIER, STATE_COMPUTE, STATE_OVERHEAD,
                                 STATE_RECV, STATE_SEND, STATE_WAIT)
 
 INF = float("inf")
-
-
-@leaf
-def _timer(I, F, slot, kind, t):
-    T = timers(I)
-    K = scalars(I)
-    seq = I[K.ks + K_SEQ] + 1
-    I[K.ks + K_SEQ] = seq
-    I[T.kind + slot] = kind
-    timer_set(I, F, T.item, T.pos, T.t, T.seq, T.len, slot, t, seq)
-
-
-@leaf
-def _mtimer(I, F, m, kind, t):
-    """Arm a timer of message m: a slot from the pool (:func:`ccmod.kernel.state.timers`;
-    the last one given back first, still in cache), freed by the loop when it fires. A
-    message has one timer armed at a time (its injection, latency or transfer end, then
-    its handler's end), so any slot serves; ties between timers follow their sequence
-    numbers, not their slots."""
-    T = timers(I)
-    k = I[T.nf]
-    if k > 0:
-        x = I[T.free + k - 1]
-        I[T.nf] = k - 1
-    else:
-        x = I[T.nf + 1]
-        I[T.nf + 1] = x + 1
-    I[T.msg + x] = m
-    _timer(I, F, x, kind, t)
-
-
-@leaf
-def _ready(I, r):
-    R = rank_st(I)
-    K = scalars(I)
-    cap = R.nready
-    tl = I[K.ks + K_RTAIL]
-    if tl - I[K.ks + K_RHEAD] >= cap:
-        raise RuntimeError("ready queue overflow")
-    I[R.ready + tl % cap] = r
-    I[K.ks + K_RTAIL] = tl + 1
 
 
 @njit(cache=True)
@@ -119,123 +83,9 @@ def _busy(I, F, r, t):
     R = rank_st(I)
     n = R.nranks
     if F[R.hfree + r] > t:
-        _timer(I, F, n + r, EV_RESUME, F[R.hfree + r])
+        arm_timer(I, F, n + r, EV_RESUME, F[R.hfree + r])
         return True
     return False
-
-
-@njit(cache=True)
-def _start(C, L, I, F, m, t, gap):
-    """Both sides allow the transfer: inject now, or (``gap``) when the node's NIC gap
-    allows (then this is called again at that time with ``gap`` False)."""
-    M = msg_in(I)
-    G = msg_st(I)
-    has_route = I[M.route_ptr + m] < I[M.route_end + m]
-    nd = I[M.node_of_rank + I[M.src + m]]
-    # the NIC gap spaces injections into the network: a message inside a node (on the
-    # node's copy resource, intra=shared) does not go through the NIC
-    if (gap and C.gap and not I[M.unshared + m] and has_route
-            and nd != I[M.node_of_rank + I[M.dst + m]]):
-        t0 = max(t, F[G.nic_next + nd])
-        F[G.nic_next + nd] = t0 + F[M.gap_s + nd]
-        if t0 > t:
-            _mtimer(I, F, m, EV_START, t0)
-            return
-    # the transfer of m begins (injection)
-    F[G.t_start + m] = t
-    q = F[M.quiet + m]
-    _sig(C, L, t, SG_COMMCOST, I[M.okey + m], 0, 0, 0, q)
-    if I[M.unshared + m] or q <= 0.0 or not has_route:
-        _mtimer(I, F, m, EV_MSG_END, t + q)
-    elif C.sharing == 0 and not C.lat_unshared:
-        rule_start(C, L, I, F, m, t, q)
-    else:
-        _mtimer(I, F, m, EV_LAT_END, t + F[M.latency + m])
-
-
-@leaf
-def _am_arrived(I, F, m, t):
-    """Message m (a request or a reply) reached its destination: run its handler."""
-    M = msg_in(I)
-    R = rank_st(I)
-    d = I[M.dst + m]
-    h = F[M.handler_s + m]
-    start = max(t, F[R.hfree + d])
-    end = start + h
-    F[R.hfree + d] = end
-    F[R.handler_tot + d] += h
-    if I[R.block_state + d] == RS_COMPUTING and F[R.comp_end + d] > t:
-        # preemptive handler: the compute in progress finishes h later
-        F[R.comp_end + d] += h
-        _timer(I, F, d, EV_COMPUTE, F[R.comp_end + d])
-        F[R.h_inside + d] += h
-    elif I[R.block_state + d] >= 0:
-        F[R.h_inside + d] += h      # a blocked rank resumes only after its handlers
-    _mtimer(I, F, m, EV_HANDLER_END, end)
-
-
-@leaf
-def _retire(I, m):
-    """Slot m is free for another message once the host has taken its outputs."""
-    G = msg_st(I)
-    K = scalars(I)
-    k = I[K.ks + K_NRET]
-    I[G.ret + k] = m
-    I[K.ks + K_NRET] = k + 1
-
-
-@leaf
-def _unref(I, m):
-    """One reader of slot m is done (a side posted, a wait passed, the transfer ended)."""
-    G = msg_st(I)
-    k = I[G.refs + m] - 1
-    I[G.refs + m] = k
-    if k == 0:
-        _retire(I, m)
-
-
-@njit(cache=True)
-def _done(C, L, I, F, m, t):
-    M = msg_in(I)
-    R = rank_st(I)
-    G = msg_st(I)
-    F[G.t_end + m] = t
-    _sig(C, L, t, SG_MSGEND, I[msg_in(I).okey + m], 0, 0, 0, 0.0)
-    if I[M.kind + m]:
-        _am_arrived(I, F, m, t)
-        return
-    r = I[G.send_waiter + m]
-    if r >= 0:
-        I[R.pending + r] -= 1
-        if I[R.pending + r] == 0:
-            _ready(I, r)
-    if F[G.t_post_recv + m] < INF:
-        r = I[G.recv_waiter + m]
-        if r >= 0:
-            I[R.pending + r] -= 1
-            if I[R.pending + r] == 0:
-                _ready(I, r)
-    if C.recycle:
-        _unref(I, m)
-
-
-@leaf
-def _wait_on(C, I, F, r, m, side):
-    """Make rank r wait for one side of message m; return True if it must block."""
-    M = msg_in(I)
-    R = rank_st(I)
-    G = msg_st(I)
-    if side == 0:
-        if C.detached or F[G.t_end + m] < INF:
-            return False
-        I[G.send_waiter + m] = r
-    else:
-        F[R.ovh_due + r] += F[M.o_recv + m]   # paid once the receive completes
-        if F[G.t_end + m] < INF:
-            return False
-        I[G.recv_waiter + m] = r
-    I[R.pending + r] += 1
-    return True
 
 
 @leaf
@@ -245,7 +95,7 @@ def _busy_for(I, F, r, t, d, state):
     F[R.comp_start + r] = t
     F[R.comp_end + r] = t + d
     I[R.comp_state + r] = state
-    _timer(I, F, r, EV_COMPUTE, t + d)
+    arm_timer(I, F, r, EV_COMPUTE, t + d)
     I[R.block_state + r] = RS_COMPUTING
 
 
@@ -337,11 +187,11 @@ def _advance(C, P, L, I, F, r, t):
             _sig(C, L, t, SG_NEWSCOM, I[M.okey + m], I[M.src + m], I[M.dst + m],
                  I[M.nbytes + m], 0.0)
             if I[M.eager + m] or F[G.t_post_recv + m] < INF:
-                _start(C, L, I, F, m, t, True)
+                start_transfer(C, L, I, F, m, t, True)
             pc += 1
-            blocks = o == OP_SEND and _wait_on(C, I, F, r, m, 0)
+            blocks = o == OP_SEND and wait_on(C, I, F, r, m, 0)
             if C.recycle:
-                _unref(I, m)
+                unref(I, m)
             if blocks:
                 _block(C, L, I, F, r, STATE_SEND, t)
                 break
@@ -349,11 +199,11 @@ def _advance(C, P, L, I, F, r, t):
             m = at_i32(P.rec_msg, pc)
             F[G.t_post_recv + m] = t
             if not I[M.eager + m] and F[G.t_post_send + m] < INF:
-                _start(C, L, I, F, m, t, True)
+                start_transfer(C, L, I, F, m, t, True)
             pc += 1
-            blocks = o == OP_RECV and _wait_on(C, I, F, r, m, 1)
+            blocks = o == OP_RECV and wait_on(C, I, F, r, m, 1)
             if C.recycle:
-                _unref(I, m)
+                unref(I, m)
             if blocks:
                 _block(C, L, I, F, r, STATE_RECV, t)
                 break
@@ -361,9 +211,9 @@ def _advance(C, P, L, I, F, r, t):
             m = at_i(P.wait_msg, pc)
             side = at_i(P.wait_side, pc)
             pc += 1
-            blocks = _wait_on(C, I, F, r, m, side)
+            blocks = wait_on(C, I, F, r, m, side)
             if C.recycle:
-                _unref(I, m)
+                unref(I, m)
             if blocks:
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
@@ -371,9 +221,9 @@ def _advance(C, P, L, I, F, r, t):
             k = at_i(P.wait_msg, pc)
             pc += 1
             for j in range(at_i(P.wa_ptr, k), at_i(P.wa_ptr, k + 1)):
-                _wait_on(C, I, F, r, at_i(P.wa_msg, j), at_i(P.wa_side, j))
+                wait_on(C, I, F, r, at_i(P.wa_msg, j), at_i(P.wa_side, j))
                 if C.recycle:
-                    _unref(I, at_i(P.wa_msg, j))
+                    unref(I, at_i(P.wa_msg, j))
             if I[R.pending + r] > 0:
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
@@ -382,7 +232,7 @@ def _advance(C, P, L, I, F, r, t):
             pc += 1
             F[G.t_post_send + m] = t
             F[G.t_post_recv + m] = t
-            _start(C, L, I, F, m, t, True)
+            start_transfer(C, L, I, F, m, t, True)
             I[G.am_waiter + m] = r
             I[R.pending + r] += 1
             _block(C, L, I, F, r, STATE_WAIT, t)
@@ -396,7 +246,7 @@ def _advance(C, P, L, I, F, r, t):
             if nb == n:
                 for i in range(nb):
                     if I[R.barrier + i] != r:
-                        _ready(I, I[R.barrier + i])
+                        make_ready(I, I[R.barrier + i])
                 I[K.ks + K_NBAR] = 0
             else:
                 I[R.pending + r] = 1
@@ -529,7 +379,7 @@ def _loop(C, P, L, I, F):
         elif tk <= th:               # messages finishing under the sharing rule at t
             nd, done = rule_due(C, L, I, F, t)
             for i in range(nd):
-                _done(C, L, I, F, I[done + i], t)
+                message_done(C, L, I, F, I[done + i], t)
         else:
             x = timer_pop(I, F, T.item, T.pos, T.t, T.seq, T.len)
             kind = I[T.kind + x]
@@ -553,7 +403,7 @@ def _loop(C, P, L, I, F):
                 elif F[R.hfree + x] <= t or not _busy(I, F, x, t):
                     _advance(C, P, L, I, F, x, t)
             elif kind == EV_MSG_END:
-                _done(C, L, I, F, m, t)
+                message_done(C, L, I, F, m, t)
             elif kind == EV_LAT_END:
                 if C.sharing == 0:
                     work = F[M.quiet + m] - F[M.latency + m]
@@ -561,20 +411,20 @@ def _loop(C, P, L, I, F):
                     work = float(I[M.nbytes + m])
                 rule_start(C, L, I, F, m, t, work)
             elif kind == EV_START:
-                _start(C, L, I, F, m, t, False)
+                start_transfer(C, L, I, F, m, t, False)
             elif kind == EV_HANDLER_END:
                 if I[M.kind + m] == 1:       # request handled: the server replies now
                     F[G.t_post_send + m + 1] = t
                     F[G.t_post_recv + m + 1] = t
-                    _start(C, L, I, F, m + 1, t, True)
+                    start_transfer(C, L, I, F, m + 1, t, True)
                 else:                    # reply handled: the requester goes on
                     r = I[G.am_waiter + m - 1]
                     I[R.pending + r] -= 1
                     if I[R.pending + r] == 0:
-                        _ready(I, r)
+                        make_ready(I, r)
                     if C.recycle:       # request and reply are over: both slots free
-                        _retire(I, m - 1)
-                        _retire(I, m)
+                        retire(I, m - 1)
+                        retire(I, m)
             elif kind == EV_RESUME:
                 if _unblock(C, L, I, F, x - n, t):
                     _advance(C, P, L, I, F, x - n, t)
