@@ -32,11 +32,13 @@ def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_s
                          collectives=collectives)
 
 
-def run_view(w):
+def run_view(w, matching: bool = False):
     """A shallow copy of Workload ``w`` without the columns that only the matching reads.
 
     ``peer``, ``tag`` and ``nbytes`` have their per-message copies in the Messages once
-    :func:`ccmod.compile.compile_messages` is done, and ``req`` is read again only to map
+    :func:`ccmod.compile.compile_messages` is done (``matching``: the view keeps them, for
+    a ``compile_messages(..., release=True)`` that drops them once it has gathered
+    them), and ``req`` is read again only to map
     waits to requests: a whole-program run that writes no outputs (the outputs' sinks may
     read the records) holds them no longer, and holds ``file_id`` and ``line`` narrower.
     That is 32 bytes per record of a run's peak memory when ``w`` was read from a file
@@ -44,7 +46,8 @@ def run_view(w):
     """
     from ccmod.codes import OP_WAIT, OP_WAITALL
     v = copy.copy(w)
-    v.peer = v.tag = v.nbytes = None
+    if not matching:
+        v.peer = v.tag = v.nbytes = None
     op = np.asarray(w.op)
     if not np.any((op == OP_WAIT) | (op == OP_WAITALL)):
         v.req = None         # resolve_waits reads req only when a record waits
@@ -146,15 +149,20 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     if record is None:
         record = bool(sink_objs) or out_dir is not None or w.nrecords <= 2_000_000
     info = run_info(trace, w, opts, p)
+    # a whole-program run that writes no outputs holds its own view of the Workload from
+    # here on (the caller's Workload, if one was given, keeps its columns): narrower
+    # source positions and no requests before the matching, and the matching's columns
+    # let go inside it, once gathered
+    own = window_records is None and not sink_objs
+    if own:
+        w = run_view(w, matching=True)
     # the compiled kernel charges o_send / o_recv to the ranks: they leave the quiet time
     msgs = compile_messages(w, net, node_of_rank, sharing, intra_latency_s,
-                            intra_bandwidth_Bps, charge_overheads=True)
+                            intra_bandwidth_Bps, charge_overheads=True, release=own)
     info["notes"] = run_notes(w, p, msgs.notes)
     # the matched records' indices: only compile_messages' own errors read them (16 bytes
     # per message less under the kernel's state)
     msgs.send_rec = msgs.recv_rec = None
-    if window_records is None and not sink_objs:
-        w = run_view(w)      # the caller's Workload, if one was given, keeps its columns
     cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 
@@ -179,6 +187,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     if bounds:
         bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, st, main=False), net, bg)
     wall = time.perf_counter() - t0
+    if own:
+        eng.release_scratch(messages=True)   # no one reads msgs' loop-only inputs now
     result = collect(eng, msgs, net, node_of_rank, makespan, wall, info)
     result.bounds = bounds_out
     _trace_notes(w, result, compute_rate)

@@ -231,13 +231,16 @@ def _check_sizes(w: Workload, send_rec, recv_rec, sb=None):
 
 def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: str,
                      intra_latency_s: float, intra_bandwidth_Bps: float,
-                     charge_overheads: bool = False) -> Messages:
+                     charge_overheads: bool = False, release: bool = False) -> Messages:
     """Match messages, then attach routes and quiet costs (vectorised).
 
     With ``charge_overheads`` (an engine that charges ``o_send_s`` / ``o_recv_s`` to the
     ranks), the cost model's overheads are taken out of the quiet time (a ping-pong
     measures ``o_send + latency + o_recv``); otherwise they are left in it and the arrays
-    are zero, so a run never counts them twice.
+    are zero, so a run never counts them twice. With ``release`` (``w`` is the run's own
+    view, :func:`ccmod.api.run_view`) ``w``'s ``peer``, ``tag`` and ``nbytes`` are let go
+    once the messages have their own copies: not held under the costs' arrays (the
+    peak of a run's preparation, 17 bytes per record).
     """
     sends = {}
     send_rec, recv_rec = match_messages(w, sends)
@@ -270,6 +273,9 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
         handler_s = np.concatenate([handler_s, np.repeat(w.duration_s[am], 2)])
         send_rec = np.concatenate([send_rec, np.repeat(am, 2)])
         recv_rec = np.concatenate([recv_rec, np.repeat(am, 2)])
+    del rank
+    if release:
+        w.peer = w.tag = w.nbytes = None
     M = M0 + 2 * A
     if M > np.iinfo(np.int32).max:
         raise CcmodInputError(f"{M} messages: one run holds at most 2^31 - 1 (the kernel's "

@@ -144,11 +144,20 @@ _trim = None
 
 
 #: the state a result reads after a run (the arena's views it keeps): the rest is the
-#: kernel's scratch (:meth:`Engine.release_scratch`)
-_KEEP = {"MsgIn": "all", "Scalars": "all", "BgSteps": "all",
+#: kernel's scratch (:meth:`Engine.release_scratch`). Of the message inputs, what
+#: :func:`ccmod.collect.collect` reads, and the Messages' other fields (:data:`_LOOP_ONLY`
+#: unless they are let go too); the loop's own flags and order keys are let go (~20
+#: bytes per message of the peak that follows, the result's tables and notes)
+_KEEP = {"MsgIn": ("src", "dst", "nbytes", "quiet", "o_send", "o_recv", "route_ptr",
+                   "route_res", "route_end", "node_of_rank", "gap_s", "latency",
+                   "flow_cap", "handler_s", "kind"),
+         "Scalars": "all", "BgSteps": "all",
          "MsgSt": ("t_post_send", "t_post_recv", "t_start", "t_end", "bott"),
          "RankSt": ("state_s", "finish", "handler_tot"),
          "CcState": ("area", "busy", "peak"), "MmState": ("area", "busy", "peak")}
+#: message inputs that only the loop reads: the Messages' views of them go too with
+#: ``release_scratch(messages=True)`` (a run that owns its Messages)
+_LOOP_ONLY = ("latency", "flow_cap", "handler_s", "kind")
 
 
 class Engine:
@@ -420,11 +429,13 @@ class Engine:
         self._finish_arrays()
         return makespan
 
-    def release_scratch(self):
+    def release_scratch(self, messages=False):
         """After :meth:`run`: give back the memory of the kernel's state that no result
         reads (sharing rule, timers, waiters, rank scratch: ~60 bytes per record at 1M),
         before the result's tables are made (the process's peak). Only whole-program
-        runs (a streamed run's slots are drained already); the engine cannot run again."""
+        runs (a streamed run's slots are drained already); the engine cannot run again.
+        ``messages``: also the message inputs only the loop reads (:data:`_LOOP_ONLY`),
+        and the Messages' fields that are views of them (set to None)."""
         if self.slots is not None or not hasattr(self, "I"):
             return
         from ccmod.kernel.state import drop_pages
@@ -432,6 +443,8 @@ class Engine:
         keep, drop = [], []
         for cls, spec in A.spec.items():
             kept = _KEEP.get(cls.__name__, ())
+            if messages and cls.__name__ == "MsgIn":
+                kept = tuple(k for k in kept if k not in _LOOP_ONLY)
             for name, (kind, off, n, _) in spec.items():
                 if kind in ("i", "f") and n:
                     (keep if kept == "all" or name in kept else drop).append((kind, off, n))
@@ -439,6 +452,13 @@ class Engine:
         drop = [d for d in drop if not any(k[0] == d[0] and k[1] < d[1] + d[2] and
                                            d[1] < k[1] + k[2] for k in keep)]
         drop_pages({"i": self.I, "f": self.F}, drop)
+        # the Messages' views of dropped inputs would read zeros now: let them go too
+        from ccmod.kernel.state import MsgIn
+        dropped = set(drop)
+        for name, field in _SHARED_INPUTS + _WIDENED_INPUTS:
+            kind, off, n, _ = A.spec[MsgIn][field]
+            if (kind, off, n) in dropped and getattr(self.m, name, None) is not None:
+                setattr(self.m, name, None)
 
     def _finish_arrays(self):
         from ccmod.kernel.record import load_arrays, signal_arrays, state_arrays

@@ -265,13 +265,16 @@ def _action_codes(T: _Tokens, rows):
 
 
 class LazyLines:
-    """``text.splitlines()`` made only if iterated (the parser's collective prescan)."""
+    """``text.splitlines()`` made only if iterated (the parser's collective prescan).
+    ``text`` may be :func:`to_bytes`' bytes of it: ASCII, ``\r\n`` made ``\n``, no
+    other line break, so decoded they split into the same lines."""
 
-    def __init__(self, text: str):
+    def __init__(self, text):
         self.text = text
 
     def __iter__(self):
-        return iter(self.text.splitlines())
+        t = self.text
+        return iter((t.decode("ascii") if isinstance(t, bytes) else t).splitlines())
 
 
 def feed(p, data: bytes, fname: str, untagged: bool, all_lines) -> None:
