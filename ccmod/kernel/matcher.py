@@ -24,6 +24,7 @@ from numba import njit
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND
+from ccmod.kernel.ohash import find, rehash, table_size
 
 #: _match return codes besides 0 (done) and -(g + 1) (an error at record g)
 GROW, NEED = 1, 2
@@ -58,10 +59,10 @@ def _push(head, tail, nxt, qid, qrec, qnb, free, c, mid, g, nb):
 
 
 @njit(cache=True, _nrt=False)
-def _hash(key):
-    """Spread a channel key's pair (high half) and tag (low half) over the low bits."""
+def _home(key, mask):
+    """Home bucket of a channel key: its pair (high half) and tag (low half) spread."""
     h = (key >> 32) * 1000003 + (key & 0xFFFFFFFF)
-    return h ^ (h >> 17)
+    return (h ^ (h >> 17)) & mask
 
 
 @njit(cache=True, _nrt=False)
@@ -91,12 +92,9 @@ def _channel(hkey, hval, pfirst, ctag, cnext, nch, s, d, tag, n):
             pfirst[p] = c
         return c
     key = _key(s, d, tag, n)
-    mask = hkey.shape[0] - 1
-    i = _hash(key) & mask
-    while hkey[i] >= 0:
-        if hkey[i] == key:
-            return hval[i]
-        i = (i + 1) & mask
+    i = find(hkey, key, _home)
+    if hkey[i] >= 0:
+        return hval[i]
     c = nch[0]
     if c < ctag.shape[0]:
         nch[0] = c + 1
@@ -107,15 +105,8 @@ def _channel(hkey, hval, pfirst, ctag, cnext, nch, s, d, tag, n):
 
 @njit(cache=True, _nrt=False)
 def _rehash(okey, oval, hkey, hval):
-    """Insert the old table's entries into the new (larger, empty) one."""
-    mask = hkey.shape[0] - 1
-    for j in range(okey.shape[0]):
-        if okey[j] >= 0:
-            i = _hash(okey[j]) & mask
-            while hkey[i] >= 0:
-                i = (i + 1) & mask
-            hkey[i] = okey[j]
-            hval[i] = oval[j]
+    """Insert the old channel table's entries into the new (larger, empty) one."""
+    rehash(okey, oval, hkey, hval, _home)
 
 
 @njit(cache=True, _nrt=False)
@@ -288,7 +279,7 @@ class Matcher:
         self.head, self.tail, self.ctag, self.cnext = grown
         self.ct = (self.pair_first, self.ctag, self.cnext, self.nch)
         # the hash of channel keys (past the dense table's size): twice k, a power of two
-        size = 1 if self.nch[1] else 1 << max(int(2 * k - 1).bit_length(), 1)
+        size = 1 if self.nch[1] else table_size(k)
         old = getattr(self, "hkey", None)
         if old is None or len(old) != size:
             hkey, hval = np.full(size, -1, np.int64), np.zeros(size, np.int64)

@@ -33,6 +33,7 @@ from numba import njit
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND
 from ccmod.kernel.codes import K_NRET
+from ccmod.kernel.ohash import find, mix36, rehash, remove, table_size
 
 INF = np.inf
 #: slots a streamed run starts with (doubled when they run out)
@@ -47,52 +48,27 @@ INPUTS = (("src", "src"), ("dst", "dst"), ("nbytes", "nbytes"), ("quiet", "quiet
 
 @njit(cache=True, _nrt=False)
 def _home(m, mask):
-    """Home bucket of message id ``m`` (ids are near-consecutive per rank: spread them;
-    the low 36 bits suffice to spread, and keep the product within int64)."""
-    x = m & 0xFFFFFFFFF
-    x = (x ^ (x >> 16)) * 0x45D9F3B
-    return (x ^ (x >> 16)) & mask
+    """Home bucket of message id ``m`` (ids are near-consecutive per rank: spread them)."""
+    return mix36(m) & mask
 
 
 @njit(cache=True, _nrt=False)
 def _find(hkey, m):
-    """Bucket of message id ``m`` in the open-addressing table ``hkey`` (-1: empty), or
-    the empty bucket where it would go."""
-    mask = hkey.shape[0] - 1
-    i = _home(m, mask)
-    while hkey[i] >= 0 and hkey[i] != m:
-        i = (i + 1) & mask
-    return i
+    """Bucket of message id ``m`` in the id table ``hkey`` (:mod:`ccmod.kernel.ohash`),
+    or the empty bucket where it would go."""
+    return find(hkey, m, _home)
 
 
 @njit(cache=True, _nrt=False)
 def _remove(hkey, hval, i):
-    """Empty bucket i, shifting later entries of its probe run back (linear probing
-    without tombstones: a lookup never walks over deleted entries)."""
-    mask = hkey.shape[0] - 1
-    j = i
-    while True:
-        j = (j + 1) & mask
-        if hkey[j] < 0:
-            break
-        h = _home(hkey[j], mask)
-        # entry j may move to i unless its home lies cyclically in (i, j]
-        if (h <= j and (h > i or i > j)) or (h > i and i > j):
-            continue
-        hkey[i] = hkey[j]
-        hval[i] = hval[j]
-        i = j
-    hkey[i] = -1
+    """Empty bucket i of the id table (backward shift)."""
+    remove(hkey, hval, i, _home)
 
 
 @njit(cache=True, _nrt=False)
 def _rehash(okey, oval, hkey, hval):
-    """Insert the old table's entries into the new (larger, empty) one."""
-    for j in range(okey.shape[0]):
-        if okey[j] >= 0:
-            i = _find(hkey, okey[j])
-            hkey[i] = okey[j]
-            hval[i] = oval[j]
+    """Insert the old id table's entries into the new (larger, empty) one."""
+    rehash(okey, oval, hkey, hval, _home)
 
 
 @njit(cache=True, _nrt=False)
@@ -304,7 +280,7 @@ class Slots:
         self.live, self.tag = live, tag
         self.S = S_new
         # the id table: a power of two at least twice the slots (at most half full)
-        size = 1 << max(int(2 * S_new - 1).bit_length(), 1)
+        size = table_size(S_new)
         if size != len(self.hkey):
             hkey, hval = np.full(size, -1, np.int64), np.zeros(size, np.int64)
             _rehash(self.hkey, self.hval, hkey, hval)

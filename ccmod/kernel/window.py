@@ -11,7 +11,7 @@ is bit for bit the result of the whole program.
 
 Waits are resolved as the records are loaded (:func:`_fill`): each rank keeps its
 outstanding requests (request id -> message, side) across windows, so a wait may complete
-a request posted windows earlier. A ``waitall``'s list index is its own window position;
+a request posted windows earlier (flat arrays for all ranks, :mod:`ccmod.kernel.requests`). A ``waitall``'s list index is its own window position;
 its entries live in the rank's part of a shared pool (grown when a window needs more).
 
 Message ids come from the incremental matcher (:mod:`ccmod.kernel.matcher`, the same ids
@@ -38,23 +38,24 @@ of newly matched messages gets its routes and costs when its window is loaded
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict, List
+from numba import njit
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
-from ccmod.kernel.waits import track_request
+from ccmod.kernel.requests import Outstanding, post, req_key, take, take_all
 
 #: records of first windows read ahead at start, a group of ranks at a time (their
 #: columns are held until assigned: ~70 bytes a record)
 START_RECORDS = 1 << 20
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg,
-          wait_side, wa_ptr, wa_msg, wa_side, k, out):
-    """Copy records ``[g0, g1)`` to window positions from ``pc0``, resolving waits with the
-    rank's outstanding requests ``out``; wait-list entries from pool index ``k``.
+          wait_side, wa_ptr, wa_msg, wa_side, k, r, n, hkey, hval, ent, rk, st):
+    """Copy records ``[g0, g1)`` of rank r (of n) to window positions from ``pc0``,
+    resolving waits with the ranks' outstanding requests (``hkey`` ... ``st``, the
+    arrays of :class:`ccmod.kernel.requests.Outstanding`, room made for these records'
+    requests); wait-list entries from pool index ``k``.
 
     Returns the pool index after the last entry, or ``-(g + 1)`` for the first record g
     that waits on a request that is not outstanding.
@@ -69,35 +70,22 @@ def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg
         wait_msg[pc] = -1
         wait_side[pc] = 0
         wa_ptr[pc] = k
-        # only these touch requests: not calling track_request for the others saves
-        # numba's reference counts of its arguments (~100 ns a record, 0.1 s per 1M)
-        if o == OP_ISEND or o == OP_IRECV or o == OP_WAIT or o == OP_WAITALL:
-            k = track_request(out, o, src_req[g], ids[i], pc, pc, wait_msg, wait_side,
-                              wa_msg, wa_side, k)   # a waitall's list is its own position
-            if k < 0:
+        # track_request's effects (ccmod/kernel/waits.py), on flat arrays
+        if o == OP_ISEND:
+            post(hkey, hval, ent, rk, st, r, req_key(src_req[g], r, n), 2 * ids[i])
+        elif o == OP_IRECV:
+            post(hkey, hval, ent, rk, st, r, req_key(src_req[g], r, n), 2 * ids[i] + 1)
+        elif o == OP_WAIT:
+            v = take(hkey, hval, ent, rk, st, r, req_key(src_req[g], r, n))
+            if v < 0:
                 return -(g + 1)
+            wait_msg[pc] = v >> 1
+            wait_side[pc] = v & 1
+        elif o == OP_WAITALL:
+            wait_msg[pc] = pc        # a waitall's list is its own window position
+            k = take_all(hkey, hval, ent, rk, st, r, wa_msg, wa_side, k)
     wa_ptr[pc0 + g1 - g0] = k
     return k
-
-
-@njit(cache=True)
-def _new_outstanding(n):
-    lst = List()
-    for _ in range(max(n, 1)):
-        lst.append(Dict.empty(key_type=types.int64, value_type=types.int64))
-    return lst
-
-
-@njit(cache=True)
-def _outstanding_len(lst, r):
-    return len(lst[r])
-
-
-@njit(cache=True)
-def _fill_rank(lst, r, src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg,
-               wait_msg, wait_side, wa_ptr, wa_msg, wa_side, k):
-    return _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg,
-                 wait_side, wa_ptr, wa_msg, wa_side, k, lst[r])
 
 
 @njit(cache=True)
@@ -192,7 +180,7 @@ class WindowFeed:
         self.more = np.zeros(max(n, 1), np.int64)
         self.next = self.rank_ptr_src[:-1].copy()   # next record of each rank to load
         self.base = self.next.copy()                 # record at the start of its window
-        self.out = _new_outstanding(n)
+        self.out = Outstanding(n)
         self.wa_cap = 16                             # pool entries per rank
         self.wa_msg = np.zeros(max(n, 1) * self.wa_cap, np.int64)
         self.wa_side = np.zeros(max(n, 1) * self.wa_cap, np.int64)
@@ -268,17 +256,29 @@ class WindowFeed:
         """Put rank r's window (:meth:`_read`) in its region, waits resolved."""
         from ccmod.errors import CcmodInputError
         op = np.asarray(cols["op"], np.int64)
-        nreq = int(np.count_nonzero((op == OP_ISEND) | (op == OP_IRECV)))
-        need = _outstanding_len(self.out, r) + nreq
+        req = np.asarray(cols["req"], np.int64)
+        posts = (op == OP_ISEND) | (op == OP_IRECV)
+        nreq = int(np.count_nonzero(posts))
+        need = self.out.count(r) + nreq
         if need > self.wa_cap:
             self._grow_pool(need)
+        if nreq or self.out.count(r):
+            touch = posts | (op == OP_WAIT)
+            bad = self.out.check(np.where(touch, req, 0))
+            if bad >= 0:
+                f, ln = self.source.where(g0 + bad)
+                raise CcmodInputError(f"request id {int(req[bad])} of rank {r} is too large "
+                                      f"for a streamed run (at most +-{self.out.limit})",
+                                      source=f, line=ln, hint="renumber the requests, or "
+                                      "drop --stream / --window")
+            self.out.reserve(nreq)
         pc0 = r * self.stride
         if self.assign is not None:
             ids = self.assign(r, g0, g1, ids, cols)
-        k = _fill_rank(self.out, r, op, np.asarray(cols["duration_s"], np.float64),
-                       np.asarray(cols["req"], np.int64), ids, 0, g1 - g0, pc0, self.op,
-                       self.dur, self.msg, self.wait_msg, self.wait_side, self.wa_ptr,
-                       self.wa_msg, self.wa_side, r * self.wa_cap)
+        k = _fill(op, np.asarray(cols["duration_s"], np.float64), req, ids, 0, g1 - g0, pc0,
+                  self.op, self.dur, self.msg, self.wait_msg, self.wait_side, self.wa_ptr,
+                  self.wa_msg, self.wa_side, r * self.wa_cap, r, self.out.n,
+                  *self.out.tables())
         if k < 0:
             bad = g0 + (-k - 1)
             f, ln = self.source.where(bad)
