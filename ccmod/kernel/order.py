@@ -177,14 +177,20 @@ def gather_routes(route_ptr, route_res, okey):
 
 
 @njit(cache=True, _nrt=False)
-def _restore(I, Fi, fields, okey, ptr, res, rec_msg, tmp):
+def _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp):
     """:func:`restore` compiled: ``fields`` holds (buffer, offset) pairs, buffer 0 for
-    ``I`` and 1 for ``Fi`` (the float buffer's words, moved as they are); ``tmp`` has
-    room for ``len(okey) + 1 + len(res)`` words."""
+    ``I``, 1 for ``Fi`` (the float buffer's words, moved as they are), 2 for ``J`` (the
+    int32 elements of ``I``); ``tmp`` has room for ``len(okey) + 1 + len(res)`` words."""
     M = okey.shape[0]
     for f in range(fields.shape[0] // 2):
-        buf = I if fields[2 * f] == 0 else Fi
         o = fields[2 * f + 1]
+        if fields[2 * f] == 2:
+            for s in range(M):
+                tmp[s] = J[o + s]
+            for s in range(M):
+                J[o + okey[s]] = tmp[s]
+            continue
+        buf = I if fields[2 * f] == 0 else Fi
         for s in range(M):
             tmp[s] = buf[o + s]
         for s in range(M):
@@ -214,13 +220,14 @@ def _restore(I, Fi, fields, okey, ptr, res, rec_msg, tmp):
 
 def restore(I, F, fields, okey, route_ptr, route_res, rec_msg):
     """Back to id order, in place: the per-slot fields ``fields`` (``(kind, offset)``
-    pairs, ``"i"`` of ``I``, ``"f"`` of ``F``, each ``len(okey)`` long), the routes (CSR,
-    views of ``I``), ``rec_msg`` (per record: slots -> ids) and ``okey`` (the identity
-    then). Its temporary is as large as the routes (the caller frees the kernel's scratch
-    first)."""
-    spec = np.array([0 if k == "i" else 1 for k, _ in fields], np.int64)
+    pairs, ``"i"`` of ``I``, ``"f"`` of ``F``, ``"j"`` the int32 elements of ``I``, each
+    ``len(okey)`` long), the routes (CSR, views of ``I``), ``rec_msg`` (per record: slots
+    -> ids) and ``okey`` (the identity then). Its temporary is as large as the routes
+    (the caller frees the kernel's scratch first)."""
+    spec = np.array([{"i": 0, "f": 1, "j": 2}[k] for k, _ in fields], np.int64)
     offs = np.array([o for _, o in fields], np.int64)
     pairs = np.empty(2 * len(fields), np.int64)
     pairs[0::2], pairs[1::2] = spec, offs
     tmp = np.empty(len(okey) + 1 + len(route_res), np.int64)
-    _restore(I, F.view(np.int64), pairs, okey, route_ptr, route_res, rec_msg, tmp)
+    _restore(I, F.view(np.int64), I.view(np.int32), pairs, okey, route_ptr, route_res,
+             rec_msg, tmp)
