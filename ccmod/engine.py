@@ -157,6 +157,19 @@ def release_free_heap():
 _trim = None
 
 
+def untouched_zeros(n, dtype=np.float64):
+    """``np.zeros(n, dtype)`` in pages of its own, never written: an anonymous mapping,
+    which the system fills with zeros when a page is first touched, and reading maps its
+    shared zero page (not this process's memory). ``np.zeros`` below the C heap's mmap
+    threshold (up to 32 MB) may be served from freed heap memory, which ``calloc`` clears
+    by writing it: resident, for arrays that the run only reads (or never reads)."""
+    import mmap
+    dt = np.dtype(dtype)
+    if n * dt.itemsize < 1 << 20:
+        return np.zeros(n, dt)
+    return np.frombuffer(mmap.mmap(-1, n * dt.itemsize), dt)
+
+
 #: the state a result reads after a run (the arena's views it keeps): the rest is the
 #: kernel's scratch (:meth:`Engine.release_scratch`). Of the message inputs, what
 #: :func:`ccmod.collect.collect` reads, and the Messages' other fields (:data:`_LOOP_ONLY`
