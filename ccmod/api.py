@@ -176,7 +176,7 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
                       gap_s=msgs.gap_s, window_records=window_records,
                       on_pause=on_pause if main else None, **kw)
 
-    from ccmod.bounds import bounds_makespans, run_engine
+    from ccmod.bounds import bounds_makespans, level_key, run_engine
     if not bg.constant:
         info["background_model"] = bg.describe()
     eng, makespan = run_engine(make_engine, w, msgs, net, bg)
@@ -185,7 +185,10 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
         net.set_background(bg.level(net, "mean")[:2 * net.nlinks].reshape(net.nlinks, 2))
     bounds_out = None
     if bounds:
-        bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, st, main=False), net, bg)
+        # a constant background's main run is at its avg and worst level already
+        known = {level_key(bg.level(net, "mean")): float(makespan)} if bg.constant else None
+        bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, st, main=False), net, bg,
+                                      known)
     wall = time.perf_counter() - t0
     if own:
         eng.release_scratch(messages=True)   # no one reads msgs' loop-only inputs now

@@ -3,7 +3,8 @@
 The article advises always reporting bounds for models with nondeterministic elements such
 as the background load ("an average case, a worst-case scenario, and a best-case
 scenario"). :func:`bounds_makespans` runs the engine three more times on the already
-compiled messages, with the background held constant per link direction at:
+compiled messages (one per distinct level, see :func:`bounds_makespans`), with the
+background held constant per link direction at:
 
 * ``best``: no background load;
 * ``avg``: the model's mean load (for ``exp`` the closed form, for a file the
@@ -64,18 +65,32 @@ def run_engine(make_engine, workload, msgs, net, bg: Background):
     return eng, makespan   # pragma: no cover - only with absurd horizons
 
 
-def bounds_makespans(make_engine, net, bg: Background) -> dict:
+def level_key(level) -> bytes:
+    """A constant background level (float64[R]) as a key: equal levels, equal keys."""
+    return np.ascontiguousarray(level, np.float64).tobytes()
+
+
+def bounds_makespans(make_engine, net, bg: Background, known: dict | None = None) -> dict:
     """``{"best": s, "avg": s, "worst": s, "levels": {...}, "definition": str}``.
 
     ``levels`` gives the largest constant load used for each case (the same on every link
     direction for ``exp`` and constants).
+
+    One run per distinct level: a run is deterministic, so a level's makespan is the same
+    whichever run computed it. ``known`` maps :func:`level_key` of a level to a makespan
+    already computed at it (the main run's, under a constant background: its avg and
+    worst are the main run's level); equal levels share a run (a constant background's
+    avg and worst; with no background, best too).
     """
     out: dict = {}
     levels: dict = {}
+    runs = dict(known or {})
     for name, which in BOUNDS.items():
         lv = bg.level(net, which)
-        eng = make_engine(lv, None)
-        out[name] = float(eng.run())
+        key = level_key(lv)
+        if key not in runs:
+            runs[key] = float(make_engine(lv, None).run())
+        out[name] = runs[key]
         levels[name] = float(np.max(lv)) if len(lv) else 0.0
     out["spread"] = out["worst"] - out["best"]
     out["spread_rel"] = out["spread"] / out["avg"] if out["avg"] > 0 else 0.0

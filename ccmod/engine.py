@@ -68,10 +68,9 @@ _SHARED_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "
                   ("flow_cap_Bps", "flow_cap"), ("nbytes", "nbytes"), ("route_ptr", "route_ptr"))
 
 
-#: Messages fields of narrower integers the arena holds widened to int64 (the same
-#: values): shared too, as int64 views; :func:`message_column` gives them their own dtype
-#: back for the result's tables, after the run (8 bytes per message of src and dst and 4
-#: per route entry less at the peak)
+#: Messages fields of integers the arena holds as they are or widened (int32 fields: src,
+#: dst, kind; int64: route_res): shared too, as views of the arena; :func:`message_column`
+#: gives a widened one its own dtype back for the result's tables, after the run
 _WIDENED_INPUTS = (("src", "src"), ("dst", "dst"), ("kind", "kind"),
                    ("route_res", "route_res"))
 
@@ -90,8 +89,9 @@ def _detach_inputs(msgs, arena):
         kind, _, n, _ = spec[field]
         if not (isinstance(a, np.ndarray) and a.shape == (n,)):
             continue
-        if a.dtype == (np.int64 if kind == "i" else np.float64) or (
-                kind == "i" and (name, field) in _WIDENED_INPUTS and a.dtype.kind == "i"):
+        want = np.dtype({"i": np.int64, "j": np.int32, "f": np.float64}[kind])
+        if a.dtype == want or (kind in "ij" and (name, field) in _WIDENED_INPUTS and
+                               a.dtype.kind == "i" and a.dtype.itemsize < want.itemsize):
             setattr(msgs, name, None)
             out[name] = a.dtype
     return out
@@ -326,14 +326,14 @@ class Engine:
             rp = np.asarray(msgs.route_ptr, np.int64)
             rr = msgs.route_res      # int32: copied into the int64 arena as it is
             fields = dict(
-                nmsg=("v", S), src=("i", S, msgs.src), dst=("i", S, msgs.dst),
+                nmsg=("v", S), src=("j", S, msgs.src), dst=("j", S, msgs.dst),
                 nbytes=("i", S, msgs.nbytes), quiet=("f", S, msgs.quiet_s),
                 latency=("f", S, msgs.latency_s),
                 o_send=("f", S, _zeros_like_msgs(msgs, "o_send_s")),
                 o_recv=("f", S, _zeros_like_msgs(msgs, "o_recv_s")),
-                unshared=("i", S, self._unshared), kind=("i", S, msgs.kind),
+                unshared=("j", S, self._unshared), kind=("j", S, msgs.kind),
                 handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
-                eager=("i", S, self._eager), route_ptr=("i", S + 1, rp),
+                eager=("j", S, self._eager), route_ptr=("i", S + 1, rp),
                 route_res=("i", len(rr), rr), route_end=("+", "route_ptr", 1, S),
                 okey=("i", S, np.arange(S, dtype=np.int64)))
             self._eager = self._unshared = None    # in the arena's inputs from here on
@@ -446,7 +446,7 @@ class Engine:
             if messages and cls.__name__ == "MsgIn":
                 kept = tuple(k for k in kept if k not in _LOOP_ONLY)
             for name, (kind, off, n, _) in spec.items():
-                if kind in ("i", "f") and n:
+                if kind in ("i", "f", "j") and n:
                     (keep if kept == "all" or name in kept else drop).append((kind, off, n))
         # shared slices (routes) are kept whole wherever one holder keeps them
         drop = [d for d in drop if not any(k[0] == d[0] and k[1] < d[1] + d[2] and

@@ -196,8 +196,17 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
         rows.flush()
         bounds_out = None
         if bounds:
-            from ccmod.bounds import bounds_makespans
-            bounds_out = bounds_makespans(_Levels(make_engine, level, makespan), net, p.bg)
+            # A streamed background is constant (a time-varying one is refused): the
+            # bounds' levels are 0 (best) and the constant (avg, worst: the main run's
+            # level, its makespan reused), so at most one rerun, none without a background
+            # (ccmod/bounds.py). That rerun is not merged into the main run's read of the
+            # trace: engines in lock-step would hold two kernels' in-flight state at once,
+            # and windows read for the faster until the slower consumed them (how far apart
+            # they drift is not bounded by the window); reading and decoding is ~5% of a
+            # pass's CPU (0.08-0.1 s per 1M records).
+            from ccmod.bounds import bounds_makespans, level_key
+            bounds_out = bounds_makespans(lambda lv, st: make_engine(lv, main=False), net,
+                                          p.bg, {level_key(level): float(makespan)})
         wall = time.perf_counter() - t0
         ins = eng.stream.inputs
         info["notes"] = run_notes(src, p, ins.notes.notes())
@@ -227,40 +236,6 @@ def run_streamed(trace, network="star", options=None, *, out_dir=None,
     result.options["stream"] = {"window_records": W, "row_groups": int(
         src.pf.metadata.num_row_groups)}
     return result
-
-
-class _Levels:
-    """The ``make_engine`` of the ``--bounds`` reruns: one streamed pass per distinct
-    background level, the main run's makespan for its own level.
-
-    A streamed background is constant (a time-varying one is refused), so the bounds'
-    levels are 0 (best) and the constant (avg, worst: the main run's level): at most one
-    rerun, none without a background. Each pass is deterministic, so a level's makespan
-    is the same whichever run computed it (``tests/test_stream_io.py``). The passes that
-    remain are not merged into one read of the trace: three engines in lock-step would
-    hold three kernels' in-flight state at once, and windows read for the fastest until
-    the slowest consumed them (how far apart they drift is not bounded by the window);
-    reading and decoding is ~5% of a pass's CPU (0.08-0.1 s per 1M records)."""
-
-    def __init__(self, make_engine, level, makespan):
-        self.make_engine = make_engine
-        self.known = {np.asarray(level, np.float64).tobytes(): float(makespan)}
-
-    def __call__(self, level, steps):
-        key = np.asarray(level, np.float64).tobytes()
-        if key not in self.known:
-            self.known[key] = float(self.make_engine(level, main=False).run())
-        return _Ran(self.known[key])
-
-
-class _Ran:
-    """An engine whose run is known (:class:`_Levels`)."""
-
-    def __init__(self, makespan):
-        self.makespan = makespan
-
-    def run(self):
-        return self.makespan
 
 
 class _Count:

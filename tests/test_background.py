@@ -162,6 +162,27 @@ def test_bounds_constant_background():
     assert "no background load" in bd["definition"]
 
 
+def test_bounds_run_once_per_distinct_level(monkeypatch):
+    """In memory too, --bounds runs the engine once per distinct level: a constant
+    background's avg and worst are the main run's level (its makespan reused, as a run
+    that does not record gives it bit for bit), best (no load) is one more run; with no
+    background, nothing more. Every other bound is a run of its own."""
+    from ccmod.engine import Engine
+    runs = []
+    real_run = Engine.run
+    monkeypatch.setattr(Engine, "run", lambda self: runs.append(1) or real_run(self))
+    net = "fattree2:hosts_per_leaf=2,spines=1"
+    r = ccmod.run(TRACES / "alltoall8.ti", net, background=0.3, bounds=True)
+    assert len(runs) == 2
+    quiet = ccmod.run(TRACES / "alltoall8.ti", net, record=False)
+    loaded = ccmod.run(TRACES / "alltoall8.ti", net, background=0.3, record=False)
+    assert r.bounds["best"] == quiet.makespan_s
+    assert r.bounds["worst"] == loaded.makespan_s == r.makespan_s
+    runs.clear()
+    r0 = ccmod.run(TRACES / "alltoall8.ti", net, bounds=True)
+    assert len(runs) == 1 and r0.bounds["best"] == r0.bounds["worst"] == quiet.makespan_s
+
+
 # ------------------------------------------------------------------ LogGP
 def test_loggp_formula_and_spec():
     c = parse_loggp("loggp:L=5e-6,o=1e-6,g=3e-6,G=1e-9")

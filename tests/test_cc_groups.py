@@ -26,7 +26,8 @@ def py(monkeypatch):
 
 
 def _state(M, R):
-    """Offsets of the fields in one int buffer ``I`` and one float buffer ``F``."""
+    """Offsets of the fields in one int buffer ``I`` and one float buffer ``F`` (``g_next``
+    an int32 field of ``I``, as the kernel lays it out)."""
     sizes = dict(okey=M, g_pos=M, g_next=M, l_head=R, l_tail=R, g_len=R, g_item=R * M,
                  seg=R + 1)
     off, o = {}, 0
@@ -34,6 +35,7 @@ def _state(M, R):
         off[k] = o
         o += n
     I = np.zeros(o, np.int64)
+    off["g_next"] *= 2               # an int32 field: its offset counts int32 elements
     S = G(vfin=0, seg=off["seg"], **{k: v for k, v in off.items() if k != "seg"})
     I[S.l_head:S.l_head + R] = -1
     I[S.l_tail:S.l_tail + R] = -1

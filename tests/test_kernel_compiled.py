@@ -37,6 +37,33 @@ def test_arena_views_and_head_agree():
     assert msg_st(I) == G and scalars(I) == K
 
 
+def test_int32_fields_share_the_int_buffer_and_refuse_what_does_not_fit():
+    """A "j" field is int32 elements of I (offset in int32 units), read and written through
+    as_i32; its initial values must fit."""
+    import pytest
+    from ccmod.kernel.rawbuf import as_i32
+    A = Arena()
+    G = A.struct(MsgSt, t_post_send=("f", 3, np.inf), t_post_recv=("f", 3, 1.5),
+                 t_start=("f", 3, 0.0), t_end=("f", 3, 0.0), send_waiter=("j", 3, -1),
+                 recv_waiter=("j", 3, np.arange(3)), am_waiter=("j", 3, 0), bott=("i", 3, 7),
+                 nic_next=("f", 2, 0.0), refs=("i", 1, 0), ret=("i", 1, 0))
+    I, F = A.alloc()
+    v = A.views(MsgSt, I, F)
+    assert v.recv_waiter.dtype == np.int32 and list(v.recv_waiter) == [0, 1, 2]
+    assert list(v.send_waiter) == [-1, -1, -1] and list(v.bott) == [7, 7, 7]
+    J = as_i32(I)
+    J[G.send_waiter + 1] = 5                             # no other field moves
+    assert J[G.recv_waiter + 2] == 2 and list(v.send_waiter) == [-1, 5, -1]
+    assert list(v.recv_waiter) == [0, 1, 2] and list(v.bott) == [7, 7, 7]
+    B = Arena()
+    B.struct(MsgSt, t_post_send=("f", 1, 0.0), t_post_recv=("f", 1, 0.0),
+             t_start=("f", 1, 0.0), t_end=("f", 1, 0.0), send_waiter=("j", 1, 2**31),
+             recv_waiter=("j", 1, 0), am_waiter=("j", 1, 0), bott=("i", 1, 0),
+             nic_next=("f", 1, 0.0), refs=("i", 1, 0), ret=("i", 1, 0))
+    with pytest.raises(OverflowError, match="int32"):
+        B.alloc()
+
+
 def test_one_compiled_loop_serves_recorded_and_quiet_runs():
     """A run that records and one that does not share the compiled loop (only the entry
     differs, logs or none): a first run compiles the loop once for both kinds of run."""

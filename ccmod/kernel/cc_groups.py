@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ccmod.kernel.compiled import leaf
 from ccmod.kernel.heaps import heap_push, heap_remove
+from ccmod.kernel.rawbuf import as_i32
 
 
 @leaf
@@ -53,21 +54,22 @@ def g_empty(S, I, r):
 def g_add(S, I, F, r, m):
     """Put m (its mark ``vfin[m]`` set) into group r: at an end of the run when it
     finishes after the run's last member or before its first, else into the heap."""
+    J = as_i32(I)
     t = I[S.l_tail + r]
     if t < 0:
         I[S.l_head + r] = m
         I[S.l_tail + r] = m
-        I[S.g_next + m] = -1
+        J[S.g_next + m] = -1
         I[S.g_pos + m] = -2
     elif _before(S, I, F, t, m):
-        I[S.g_next + t] = m
-        I[S.g_next + m] = -1
+        J[S.g_next + t] = m
+        J[S.g_next + m] = -1
         I[S.g_pos + m] = -3 - t
         I[S.l_tail + r] = m
     else:
         h = I[S.l_head + r]
         if _before(S, I, F, m, h):
-            I[S.g_next + m] = h
+            J[S.g_next + m] = h
             I[S.g_pos + h] = -3 - m
             I[S.g_pos + m] = -2
             I[S.l_head + r] = m
@@ -78,14 +80,15 @@ def g_add(S, I, F, r, m):
 @leaf
 def g_del(S, I, F, r, m):
     """Take member m out of group r (from wherever it is)."""
+    J = as_i32(I)
     p = I[S.g_pos + m]
     if p >= 0:
         heap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
         return
     prev = -3 - p
-    nx = I[S.g_next + m]
+    nx = J[S.g_next + m]
     if prev >= 0:
-        I[S.g_next + prev] = nx
+        J[S.g_next + prev] = nx
     else:
         I[S.l_head + r] = nx
     if nx >= 0:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ccmod.kernel.compiled import leaf
 from ccmod.kernel.heaps import heap_push, heap_remove
+from ccmod.kernel.rawbuf import as_i32
 
 INF = np.inf
 # integer scalars (si) of the rule's state; N_PF: free pairs, N_CHK: groups to check for
@@ -50,6 +51,7 @@ def _pair_take(S, I):
 @leaf
 def _others_add(S, I, F, e, b, m):
     """Route entry e of message m (bottlenecked at b elsewhere) joins pair (res(e), b)."""
+    J = as_i32(I)
     r = I[S.route_res + e]
     p = I[S.rp_head + r]
     while p >= 0 and I[S.pb + p] != b:
@@ -70,14 +72,14 @@ def _others_add(S, I, F, e, b, m):
         F[S.pkey + p] = F[S.share + r]
         heap_push(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
     h = I[S.phead + p]
-    I[S.e_next + e] = h
-    I[S.e_prev + e] = -1
+    J[S.e_next + e] = h
+    J[S.e_prev + e] = -1
     if h >= 0:
-        I[S.e_prev + h] = e
+        J[S.e_prev + h] = e
     I[S.phead + p] = e
     I[S.pcnt + p] += 1
-    I[S.e_pair + e] = p
-    I[S.emsg + e] = m
+    J[S.e_pair + e] = p
+    J[S.emsg + e] = m
 
 
 @leaf
@@ -127,10 +129,11 @@ def pair_group_deferred(S, I, F, b):
     free[b] rose). Found through the members: O(|b| x hops), paid when b is down to its
     ceiling (one member at most, unless ``ccmod:capacity=ratio``) or after a background
     step raised free[b]."""
+    J = as_i32(I)
     m = I[S.l_head + b]
     while m >= 0 and I[S.ndef + b] > 0:
         _pair_member(S, I, F, b, m)
-        m = I[S.g_next + m]
+        m = J[S.g_next + m]
     o = S.g_item + I[S.seg + b]
     for i in range(I[S.g_len + b]):
         if I[S.ndef + b] == 0:
@@ -149,21 +152,22 @@ def _pair_member(S, I, F, b, m):
 
 @leaf
 def _others_del(S, I, F, e):
-    p = I[S.e_pair + e]
+    J = as_i32(I)
+    p = J[S.e_pair + e]
     if p < 0:
         r = I[S.route_res + e]
         if I[S.dfr + r] == e:
             _undefer(S, I, F, r)
         return
-    nx = I[S.e_next + e]
-    pv = I[S.e_prev + e]
+    nx = J[S.e_next + e]
+    pv = J[S.e_prev + e]
     if pv >= 0:
-        I[S.e_next + pv] = nx
+        J[S.e_next + pv] = nx
     else:
         I[S.phead + p] = nx
     if nx >= 0:
-        I[S.e_prev + nx] = pv
-    I[S.e_pair + e] = -1
+        J[S.e_prev + nx] = pv
+    J[S.e_pair + e] = -1
     c = I[S.pcnt + p] - 1
     I[S.pcnt + p] = c
     if c == 0:

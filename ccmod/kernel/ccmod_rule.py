@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccmod.kernel.compiled import cc_state, leaf
+from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import CcState
 from ccmod.kernel.cc_groups import g_add, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CHK, N_DEC, N_DONE, N_FRESH, N_INC, N_NEW,
@@ -69,6 +70,9 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     R = int(nresources)
     M = len(route_ptr) - 1
     E = len(route_res)
+    if max(E, M, R) > np.iinfo(np.int32).max:
+        # entry, pair, message and resource ids live in int32 fields (as_i32: J[...])
+        raise OverflowError(f"{E} route entries: one run holds at most 2^31 - 1")
     seg, P = resource_segments(R, route_res, seg_cap)
     # pairs (r, b) with b a group: at most one per route entry; a group's heap of pairs
     # holds at most one pair per other resource, and no more than its members' other hops
@@ -101,15 +105,15 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         pkey=("f", NP, 0.0), ph_pos=("i", NP, 0), rnext=("i", NP, 0), rprev=("i", NP, 0),
         pfree=("i", NP, 0), rp_head=("i", R, -1),
         ph_len=("i", R, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),
-        e_pair=("i", E, -1), e_next=("i", E, 0), e_prev=("i", E, 0),
+        e_pair=("j", E, -1), e_next=("j", E, 0), e_prev=("j", E, 0),
         stk=("i", int(max(pcap.max() if R else 0, 0)) + 1, 0), chk_f=("i", R, 0),
-        chk_l=("i", R, 0), bott=("i", M, -1), ev_len=("i", 1, 0), ev_item=("i", R, 0),
+        chk_l=("i", R, 0), bott=("j", M, -1), ev_len=("i", 1, 0), ev_item=("i", R, 0),
         ev_pos=("i", R, -1), ev_t=("f", R, INF), new_m=("i", M, 0), new_w=("f", M, 0.0),
         dec_f=("i", R, 0), dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0),
-        tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("i", M, 0), cand_l=("i", M, 0),
+        tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("j", M, 0), cand_l=("i", M, 0),
         done=("i", M, 0), si=("i", 10, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
-        route_res=routes[1], emsg=("i", E, 0), route_end=routes[2], okey=routes[3],
-        lone=("i", R, -1), l_head=("i", R, -1), l_tail=("i", R, -1), g_next=("i", M, 0),
+        route_res=routes[1], emsg=("j", E, 0), route_end=routes[2], okey=routes[3],
+        lone=("i", R, -1), l_head=("i", R, -1), l_tail=("i", R, -1), g_next=("j", M, 0),
         dfr=("i", R, -1), dgrp=("i", R, 0), dmsg=("i", R, 0), ndef=("i", R, 0),
         dmin=("f", R, INF))
 
@@ -194,8 +198,9 @@ def _pair_key(S, I, F, r, check):
 @leaf
 def _join(I, F, m, r, t, remaining):
     """Put m into group r with ``remaining`` quiet-seconds of work."""
+    J = as_i32(I)
     S = cc_state(I)
-    I[S.bott + m] = r
+    J[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
     g_add(S, I, F, r, m)
     alone = True
@@ -222,8 +227,9 @@ def _pairs_of_lone(S, I, F, r):
     out (its entries elsewhere, still alone, deferred). Until now no share on its route
     changed, so they are what the join would have made (keyed by the same shares); pairs
     only feed the checks of later changes."""
+    J = as_i32(I)
     m = I[S.lone + r]
-    b = I[S.bott + m]
+    b = J[S.bott + m]
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r2 = I[S.route_res + e]
         I[S.lone + r2] = -1
@@ -236,8 +242,9 @@ def _pairs_of_lone(S, I, F, r):
 
 @leaf
 def _move(I, F, m, r_new, t):
+    J = as_i32(I)
     S = cc_state(I)
-    old = I[S.bott + m]
+    old = J[S.bott + m]
     rem = F[S.vfin + m] - _vclock(S, F, old, t)
     g_del(S, I, F, old, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
@@ -258,6 +265,7 @@ def _check(S, I, F, b, nc):
     before b: walk b's heap of pairs (keyed by that resource's share) down to the keys
     above share[b]; returns the new number of candidates. Deferred entries are paired
     first when share[b] reached the lower bound of their keys."""
+    J = as_i32(I)
     sb = F[S.share + b]
     if F[S.dmin + b] <= sb:
         pair_group_deferred(S, I, F, b)
@@ -277,12 +285,12 @@ def _check(S, I, F, b, nc):
         if _beats(F, S.share, I[S.pr + p], b):
             e = I[S.phead + p]
             while e >= 0:
-                m2 = I[S.emsg + e]
-                if not I[S.cand_f + m2]:
-                    I[S.cand_f + m2] = 1
+                m2 = J[S.emsg + e]
+                if not J[S.cand_f + m2]:
+                    J[S.cand_f + m2] = 1
                     I[S.cand_l + nc] = m2
                     nc += 1
-                e = I[S.e_next + e]
+                e = J[S.e_next + e]
         for c in range(2 * i + 1, 2 * i + 3):
             if c < n:
                 I[S.stk + top] = c
@@ -321,6 +329,7 @@ def cc_flush(I, F):
 
 @leaf
 def _flush(I, F):
+    J = as_i32(I)
     S = cc_state(I)
     si = S.si
     t = F[S.sf]
@@ -346,11 +355,11 @@ def _flush(I, F):
     sort_keyed(I, S.cand_l, nc, S.okey)
     for i in range(nc):
         m2 = I[S.cand_l + i]
-        I[S.cand_f + m2] = 0
-        if I[S.bott + m2] < 0:
+        J[S.cand_f + m2] = 0
+        if J[S.bott + m2] < 0:
             continue
         _, b = _best(S, I, F, m2, -1)
-        if b != I[S.bott + m2]:
+        if b != J[S.bott + m2]:
             _move(I, F, m2, b, t)
     for i in range(I[si + N_NEW]):
         m = I[S.new_m + i]
@@ -437,6 +446,7 @@ def cc_pop_due(I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
     (in a deterministic order), their bottleneck to ``I[bott_out + m]``. Returns how
     many; the caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
+    J = as_i32(I)
     S = cc_state(I)
     cc_flush(I, F)
     F[S.sf] = t
@@ -463,8 +473,8 @@ def cc_pop_due(I, F, t, bott_out):
         _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
     for i in range(nd):
         m = I[S.done + i]
-        I[bott_out + m] = I[S.bott + m]
-        I[S.bott + m] = -1
+        I[bott_out + m] = J[S.bott + m]
+        J[S.bott + m] = -1
     I[S.si + N_DONE] = nd
     return nd
 

@@ -43,7 +43,7 @@ from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argumen
 from ccmod.kernel.heaps import timer_pop
 from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, start_transfer,
                                    unref, wait_on)
-from ccmod.kernel.rawbuf import prefetch, raw
+from ccmod.kernel.rawbuf import as_i32, prefetch, raw
 from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
@@ -125,30 +125,30 @@ def _warm(C, P, I, F, pc, end):
         prefetch(F, G.t_post_recv + m)
         prefetch(F, G.t_end + m)
         prefetch(F, G.t_start + m)
-        prefetch(I, M.eager + m)
+        prefetch(as_i32(I), M.eager + m)
         prefetch(I, M.route_ptr + m)
-        prefetch(I, M.src + m)
-        prefetch(I, M.unshared + m)
+        prefetch(as_i32(I), M.src + m)
+        prefetch(as_i32(I), M.unshared + m)
         prefetch(F, M.quiet + m)
         prefetch(I, M.okey + m)
-        prefetch(I, M.kind + m)
+        prefetch(as_i32(I), M.kind + m)
         if C.sharing == 0 and m >= 0:
             S = cc_state(I)
-            prefetch(I, S.bott + m)
+            prefetch(as_i32(I), S.bott + m)
             prefetch(F, S.vfin + m)
             prefetch(I, S.g_pos + m)
-            prefetch(I, S.cand_f + m)
+            prefetch(as_i32(I), S.cand_f + m)
             # its route's entries: the one load here (route_ptr[m], a miss most likely)
             # overlaps with the prefetches above instead of stalling the transfer's start
             e = I[M.route_ptr + m]
             prefetch(I, M.route_res + e)
-            prefetch(I, S.e_pair + e)
+            prefetch(as_i32(I), S.e_pair + e)
         if o == OP_SEND or o == OP_ISEND:
             prefetch(F, M.o_send + m)
-            prefetch(I, G.send_waiter + m)
+            prefetch(as_i32(I), G.send_waiter + m)
         else:
             prefetch(F, M.o_recv + m)
-            prefetch(I, G.recv_waiter + m)
+            prefetch(as_i32(I), G.recv_waiter + m)
 
 
 @njit(cache=True)
@@ -184,9 +184,9 @@ def _advance(C, P, L, I, F, r, t):
                 _busy_for(I, F, r, t, F[M.o_send + m], STATE_OVERHEAD)
                 break
             F[G.t_post_send + m] = t
-            _sig(C, L, t, SG_NEWSCOM, I[M.okey + m], I[M.src + m], I[M.dst + m],
+            _sig(C, L, t, SG_NEWSCOM, I[M.okey + m], as_i32(I)[M.src + m], as_i32(I)[M.dst + m],
                  I[M.nbytes + m], 0.0)
-            if I[M.eager + m] or F[G.t_post_recv + m] < INF:
+            if as_i32(I)[M.eager + m] or F[G.t_post_recv + m] < INF:
                 start_transfer(C, L, I, F, m, t, True)
             pc += 1
             blocks = o == OP_SEND and wait_on(C, I, F, r, m, 0)
@@ -198,7 +198,7 @@ def _advance(C, P, L, I, F, r, t):
         elif o == OP_RECV or o == OP_IRECV:
             m = at_i32(P.rec_msg, pc)
             F[G.t_post_recv + m] = t
-            if not I[M.eager + m] and F[G.t_post_send + m] < INF:
+            if not as_i32(I)[M.eager + m] and F[G.t_post_send + m] < INF:
                 start_transfer(C, L, I, F, m, t, True)
             pc += 1
             blocks = o == OP_RECV and wait_on(C, I, F, r, m, 1)
@@ -233,7 +233,7 @@ def _advance(C, P, L, I, F, r, t):
             F[G.t_post_send + m] = t
             F[G.t_post_recv + m] = t
             start_transfer(C, L, I, F, m, t, True)
-            I[G.am_waiter + m] = r
+            as_i32(I)[G.am_waiter + m] = r
             I[R.pending + r] += 1
             _block(C, L, I, F, r, STATE_WAIT, t)
             break
@@ -413,12 +413,12 @@ def _loop(C, P, L, I, F):
             elif kind == EV_START:
                 start_transfer(C, L, I, F, m, t, False)
             elif kind == EV_HANDLER_END:
-                if I[M.kind + m] == 1:       # request handled: the server replies now
+                if as_i32(I)[M.kind + m] == 1:       # request handled: the server replies now
                     F[G.t_post_send + m + 1] = t
                     F[G.t_post_recv + m + 1] = t
                     start_transfer(C, L, I, F, m + 1, t, True)
                 else:                    # reply handled: the requester goes on
-                    r = I[G.am_waiter + m - 1]
+                    r = as_i32(I)[G.am_waiter + m - 1]
                     I[R.pending + r] -= 1
                     if I[R.pending + r] == 0:
                         make_ready(I, r)

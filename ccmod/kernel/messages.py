@@ -14,6 +14,7 @@ from __future__ import annotations
 from ccmod.kernel.compiled import leaf, msg_in, msg_st, rank_st, scalars, timers
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_set
+from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.record import sig as _sig
 from ccmod.kernel.rules import rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_START,
@@ -71,11 +72,11 @@ def start_transfer(C, L, I, F, m, t, gap):
     M = msg_in(I)
     G = msg_st(I)
     has_route = I[M.route_ptr + m] < I[M.route_end + m]
-    nd = I[M.node_of_rank + I[M.src + m]]
+    nd = I[M.node_of_rank + as_i32(I)[M.src + m]]
     # the NIC gap spaces injections into the network: a message inside a node (on the
     # node's copy resource, intra=shared) does not go through the NIC
-    if (gap and C.gap and not I[M.unshared + m] and has_route
-            and nd != I[M.node_of_rank + I[M.dst + m]]):
+    if (gap and C.gap and not as_i32(I)[M.unshared + m] and has_route
+            and nd != I[M.node_of_rank + as_i32(I)[M.dst + m]]):
         t0 = max(t, F[G.nic_next + nd])
         F[G.nic_next + nd] = t0 + F[M.gap_s + nd]
         if t0 > t:
@@ -85,7 +86,7 @@ def start_transfer(C, L, I, F, m, t, gap):
     F[G.t_start + m] = t
     q = F[M.quiet + m]
     _sig(C, L, t, SG_COMMCOST, I[M.okey + m], 0, 0, 0, q)
-    if I[M.unshared + m] or q <= 0.0 or not has_route:
+    if as_i32(I)[M.unshared + m] or q <= 0.0 or not has_route:
         arm_msg_timer(I, F, m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
         rule_start(C, L, I, F, m, t, q)
@@ -98,7 +99,7 @@ def am_arrived(I, F, m, t):
     """Message m (a request or a reply) reached its destination: run its handler."""
     M = msg_in(I)
     R = rank_st(I)
-    d = I[M.dst + m]
+    d = as_i32(I)[M.dst + m]
     h = F[M.handler_s + m]
     start = max(t, F[R.hfree + d])
     end = start + h
@@ -141,16 +142,16 @@ def message_done(C, L, I, F, m, t):
     G = msg_st(I)
     F[G.t_end + m] = t
     _sig(C, L, t, SG_MSGEND, I[msg_in(I).okey + m], 0, 0, 0, 0.0)
-    if I[M.kind + m]:
+    if as_i32(I)[M.kind + m]:
         am_arrived(I, F, m, t)
         return
-    r = I[G.send_waiter + m]
+    r = as_i32(I)[G.send_waiter + m]
     if r >= 0:
         I[R.pending + r] -= 1
         if I[R.pending + r] == 0:
             make_ready(I, r)
     if F[G.t_post_recv + m] < INF:
-        r = I[G.recv_waiter + m]
+        r = as_i32(I)[G.recv_waiter + m]
         if r >= 0:
             I[R.pending + r] -= 1
             if I[R.pending + r] == 0:
@@ -168,11 +169,11 @@ def wait_on(C, I, F, r, m, side):
     if side == 0:
         if C.detached or F[G.t_end + m] < INF:
             return False
-        I[G.send_waiter + m] = r
+        as_i32(I)[G.send_waiter + m] = r
     else:
         F[R.ovh_due + r] += F[M.o_recv + m]   # paid once the receive completes
         if F[G.t_end + m] < INF:
             return False
-        I[G.recv_waiter + m] = r
+        as_i32(I)[G.recv_waiter + m] = r
     I[R.pending + r] += 1
     return True

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
+from numba.core import cgutils, ir_utils
 from numba.core.imputils import lower_builtin
 from numba.core.typing.templates import AbstractTemplate, infer_global, signature
 from numba.extending import intrinsic, models, overload, register_model
@@ -66,11 +67,16 @@ def _raw_impl(a):
 
 # -- indexing: typed once for any integer index (cast to intp, literal or not), lowered to
 # one getelementptr and a load or store inline (no function per call, nothing to compile)
+def _loaded(dtype):
+    # an int32 field (as_i32) reads as int64: the kernel computes with it as with the others
+    return types.int64 if dtype == types.int32 else dtype
+
+
 @infer_global(operator.getitem)
 class _GetItem(AbstractTemplate):
     def generic(self, args, kws):
         if len(args) == 2 and isinstance(args[0], RawBuf) and isinstance(args[1], types.Integer):
-            return signature(args[0].dtype, args[0], types.intp)
+            return signature(_loaded(args[0].dtype), args[0], types.intp)
         return None
 
 
@@ -84,7 +90,10 @@ class _SetItem(AbstractTemplate):
 
 @lower_builtin(operator.getitem, RawBuf, types.intp)
 def _getitem(context, builder, sig, args):
-    return builder.load(builder.gep(args[0], [args[1]]))
+    value = builder.load(builder.gep(args[0], [args[1]]))
+    if sig.args[0].dtype == types.int32:
+        value = builder.sext(value, ir.IntType(64))
+    return value
 
 
 @lower_builtin(operator.setitem, RawBuf, types.intp, types.Any)
@@ -92,6 +101,66 @@ def _setitem(context, builder, sig, args):
     builder.store(args[2], builder.gep(args[0], [args[1]]))
     return context.get_dummy_value()
 
+
+
+# -- int32 fields -----------------------------------------------------------------------------
+# Fields that hold ids (entries, pairs, messages, resources: < 2^31, state.Arena refuses
+# more) are laid out as int32 inside ``I`` (kind "j": their offsets count int32 elements
+# from I's start). ``J = as_i32(I)`` indexes them: ``J[S.e_next + e]`` loads 4 bytes and
+# sign-extends them (the value is an int64, as any ``I[...]``), ``J[...] = v`` stores v's
+# low 32 bits. Half the memory of such a field; the code computes as before.
+class _Int32Fields:
+    """``as_i32(I)`` as plain Python (NUMBA_DISABLE_JIT, set-up code): I's int32 view,
+    read as Python ints."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, I):
+        self.a = I.view(np.int32)
+
+    def __getitem__(self, k):
+        return int(self.a[k])
+
+    def __setitem__(self, k, v):
+        self.a[k] = v
+
+
+def as_i32(I):
+    """The int32 fields of buffer ``I`` (see above): compiled, ``I``'s data pointer as a
+    :class:`RawBuf` of int32 (no copy, no reference count)."""
+    return _Int32Fields(I)
+
+
+@intrinsic
+def _as_i32(typingctx, a):
+    if isinstance(a, RawBuf) and a.dtype == types.int64:
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(32).as_pointer())
+        return RawBuf(types.int32)(a), codegen
+    if isinstance(a, types.Array) and a.dtype == types.int64 and a.ndim == 1 and a.layout == "C":
+        def codegen(context, builder, sig, args):
+            data = context.make_array(a)(context, builder, value=args[0]).data
+            return builder.bitcast(data, ir.IntType(32).as_pointer())
+        return RawBuf(types.int32)(a), codegen
+    return None
+
+
+@overload(as_i32, inline="always")
+def _as_i32_impl(I):
+    return lambda I: _as_i32(I)
+
+
+def _aliases_its_buffer(lhs, args, alias_map, arg_aliases):
+    ir_utils._add_alias(lhs, args[0].name, alias_map, arg_aliases)
+
+
+# numba's dead-code pass keeps a store only into a variable that is live or may alias one
+# (an argument): it must know that J is I, else a function that only writes J loses it
+for _f in (as_i32, _as_i32):
+    for _name in {getattr(_f, k, None) for k in ("_name", "__name__")} - {None}:
+        ir_utils.alias_func_extensions[(_name, __name__)] = _aliases_its_buffer
+        ir_utils.alias_func_extensions[(_name, getattr(_f, "__module__", __name__))] = \
+            _aliases_its_buffer
 
 
 # -- prefetching ------------------------------------------------------------------------------

@@ -151,6 +151,53 @@ def _assign(op, ids, i0, out, hkey, hval, free1, free2, top, refs, new_s, new_id
     return len(ids), k
 
 
+@njit(cache=True, _nrt=False)
+def _open(ns, ni, hops, starts, rr, H, nbytes, route_res, route_end, okey, tpost_s, tpost_r,
+          t_start, t_end, send_w, recv_w, am_w, bott, live, cross, res_messages, res_bytes):
+    """New slots ``ns`` (message ids ``ni``): their routes at the fixed stride H (message
+    j's hop h is ``rr[starts[j] + h]``), times and waiters cleared, live; their route
+    entries counted per resource (``cross``: live slots; messages and bytes: all). One
+    pass, in place of ~20 vectorised calls per window (~0.5 ms each at 2,000 slots)."""
+    for j in range(ns.shape[0]):
+        s = ns[j]
+        b = s * H
+        h = hops[j]
+        nb = float(nbytes[s])
+        for x in range(h):
+            e = rr[starts[j] + x]
+            route_res[b + x] = e
+            cross[e] += 1
+            res_messages[e] += 1
+            res_bytes[e] += nb        # whole bytes: exact sums in any order (< 2^53)
+        route_end[s] = b + h
+        okey[s] = ni[j]
+        tpost_s[s] = INF
+        tpost_r[s] = INF
+        t_start[s] = INF
+        t_end[s] = INF
+        send_w[s] = -1
+        recv_w[s] = -1
+        am_w[s] = -1
+        bott[s] = -1
+        live[s] = True
+
+
+@njit(cache=True, _nrt=False)
+def _close(ret, kind, route_ptr, route_end, route_res, cross, live, free1, free2, top):
+    """Free the retired slots ``ret``: to the free lists (an active-message pair by its
+    request's slot), their route entries uncounted from ``cross``, not live."""
+    for s in ret:
+        if kind[s] == 0:
+            free1[top[0]] = s
+            top[0] += 1
+        elif kind[s] == 1:
+            free2[top[1]] = s
+            top[1] += 1
+        for e in range(route_ptr[s], route_end[s]):
+            cross[route_res[e]] -= 1
+        live[s] = False
+
+
 class MessageTimes:
     """The default message sink: whole-trace arrays indexed by message id."""
 
@@ -254,9 +301,9 @@ class Slots:
         H = self.H
         rp = np.arange(S + 1, dtype=np.int64) * H
         rr = np.zeros(S * H, np.int64)
-        f = {a: ("f" if a in ("quiet", "latency", "o_send", "o_recv", "handler_s") else "i",
-                 S, 0) for a, _ in INPUTS}
-        f.update(unshared=("i", S, 0), eager=("i", S, 0), flow_cap=("f", S, INF))
+        f = {a: ("f" if a in ("quiet", "latency", "o_send", "o_recv", "handler_s") else
+                 "j" if a in ("src", "dst", "kind") else "i", S, 0) for a, _ in INPUTS}
+        f.update(unshared=("j", S, 0), eager=("j", S, 0), flow_cap=("f", S, INF))
         f.update(nmsg=("v", self.nmsg), route_ptr=("i", S + 1, rp), route_res=("i", S * H, 0),
                  route_end=("i", S, rp[:-1]), okey=("i", S, -1))
         return f, rp, rr
@@ -320,14 +367,6 @@ class Slots:
             self._fill(ns, ni, self.provider.inputs(ni, rec, kind, cols, r))
         return out
 
-    def _entries(self, slots):
-        """(entry index, resource) of the slots' route entries (kernel layout)."""
-        Mv = self.eng.Mv
-        lo = Mv.route_ptr[slots]
-        hops = Mv.route_end[slots] - lo
-        e = np.repeat(lo - np.cumsum(hops) + hops, hops) + np.arange(int(hops.sum()))
-        return e, Mv.route_res[e]
-
     def _fill(self, ns, ni, given):
         eng = self.eng
         Mv, G = eng.Mv, eng.G
@@ -335,25 +374,12 @@ class Slots:
         for name, col in fields.items():
             getattr(Mv, name)[ns] = col
         self.tag[ns] = tag
-        base = ns * self.H
-        for h in range(int(hops.max()) if len(hops) else 0):
-            sel = hops > h
-            Mv.route_res[base[sel] + h] = rr[starts[sel] + h]
-        Mv.route_end[ns] = base + hops
-        Mv.okey[ns] = ni
-        for name in ("t_post_send", "t_post_recv", "t_start", "t_end"):
-            getattr(G, name)[ns] = INF
-        for name in ("send_waiter", "recv_waiter", "am_waiter", "bott"):
-            getattr(G, name)[ns] = -1
-        self.live[ns] = True
+        _open(ns, ni, np.asarray(hops, np.int64), np.asarray(starts, np.int64), rr, self.H,
+              Mv.nbytes, Mv.route_res, Mv.route_end, Mv.okey, G.t_post_send, G.t_post_recv,
+              G.t_start, G.t_end, G.send_waiter, G.recv_waiter, G.am_waiter, G.bott,
+              self.live, self.cross, self.res_messages, self.res_bytes)
         self.nlive += len(ns)
         self.peak = max(self.peak, self.nlive)
-        _, res = self._entries(ns)
-        counts = np.bincount(res, minlength=self.R)[:self.R]
-        self.cross += counts
-        self.res_messages += counts
-        self.res_bytes += np.bincount(res, weights=np.repeat(
-            Mv.nbytes[ns].astype(np.float64), hops), minlength=self.R)[:self.R]
         if not self.deferred:
             self._fit_segments()
 
@@ -405,17 +431,9 @@ class Slots:
         ret = eng.G.ret[:n].copy()
         ks[K_NRET] = 0
         self._out(ret)
-        kind = eng.Mv.kind[ret]
-        singles = ret[kind == 0]
-        pairs = ret[kind == 1]
-        t1, t2 = int(self.top[0]), int(self.top[1])
-        self.free1[t1:t1 + len(singles)] = singles
-        self.free2[t2:t2 + len(pairs)] = pairs
-        self.top[0] += len(singles)
-        self.top[1] += len(pairs)
-        _, res = self._entries(ret)
-        self.cross -= np.bincount(res, minlength=self.R)[:self.R]
-        self.live[ret] = False
+        Mv = eng.Mv
+        _close(ret, Mv.kind, Mv.route_ptr, Mv.route_end, Mv.route_res, self.cross, self.live,
+               self.free1, self.free2, self.top)
         self.nlive -= len(ret)
 
     def _out(self, slots):

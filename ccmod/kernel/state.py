@@ -113,10 +113,12 @@ SPARSE = {"CcState": ("g_item", "pr", "pb", "pcnt", "phead", "pkey", "ph_pos", "
 class Arena:
     """Lay out named fields in one int64 buffer ``I`` and one float64 buffer ``F``.
 
-    :meth:`struct` takes, per field, ``("i" | "f", length, init)`` (init a scalar or an
-    array of that length), ``("v", value)`` (a plain value, e.g. a size) or ``("=", kind,
-    offset, length)`` (the same slice as another field: shared inputs) or ``("+", name,
-    delta, length)`` (a slice of field ``name`` of the same struct, ``delta`` further on).
+    :meth:`struct` takes, per field, ``("i" | "f" | "j", length, init)`` (init a scalar or
+    an array of that length; ``"j"``: int32 elements inside ``I``, at an offset counted in
+    int32 elements, read through :func:`ccmod.kernel.rawbuf.as_i32`), ``("v", value)`` (a
+    plain value, e.g. a size) or ``("=", kind, offset, length)`` (the same slice as another
+    field: shared inputs) or ``("+", name, delta, length)`` (a slice of field ``name`` of
+    the same struct, ``delta`` further on).
     """
 
     def __init__(self):
@@ -142,8 +144,12 @@ class Arena:
                 kind, n, init = f[0], f[1], f[2]
                 shape = f[3] if len(f) > 3 else None
                 n = int(n)
-                off = self.size[kind]
-                self.size[kind] += n
+                if kind == "j":          # whole int64 words of I: 2 int32 elements each
+                    off = 2 * self.size["i"]
+                    self.size["i"] += (n + 1) // 2
+                else:
+                    off = self.size[kind]
+                    self.size[kind] += n
                 self.inits.append((kind, off, n, init))
             vals.append(int(off))
             spec[name] = (kind, int(off), int(n), shape)
@@ -164,6 +170,7 @@ class Arena:
         ``sparse``: ``{struct name: field names}`` kept in small pages (:data:`SPARSE`)."""
         bufs = {"i": np.zeros(max(self.size["i"], 1), np.int64),
                 "f": np.zeros(max(self.size["f"], 1), np.float64)}
+        bufs["j"] = bufs["i"].view(np.int32)
         if sparse:
             regions = [self.spec[cls][name][:3] for cls in self.spec
                        for name in sparse.get(cls.__name__, ()) if name in self.spec[cls]]
@@ -179,6 +186,8 @@ class Arena:
             # the buffers are zeros already: a zero fill would only touch pages (time, and
             # resident memory for scratch fields the kernel may never reach)
             if n and not (np.isscalar(init) and init == 0):
+                if kind == "j":
+                    _check_i32(init)
                 bufs[kind][off:off + n] = init
             del init
             dropped += size
@@ -195,7 +204,7 @@ class Arena:
             if kind == "v":
                 out.append(off)
                 continue
-            v = (I if kind == "i" else F)[off:off + n]
+            v = (I if kind == "i" else I.view(np.int32) if kind == "j" else F)[off:off + n]
             out.append(v.reshape(shape) if shape is not None else v)
         return cls(*out)
 
@@ -203,6 +212,14 @@ class Arena:
 _MADV_DONTNEED = 4
 _MADV_NOHUGEPAGE = 15
 _madvise = None
+
+
+def _check_i32(init):
+    """Refuse an int32 field's initial values that do not fit (an id past 2^31 - 1)."""
+    a = np.asarray(init)
+    if a.size and a.dtype.itemsize > 4 and (a.min() < -2**31 or a.max() > 2**31 - 1):
+        raise OverflowError(f"a kernel id does not fit in int32 ({int(a.min())}.."
+                            f"{int(a.max())}): too large a trace for one whole-program run")
 
 
 def _small_pages(bufs, regions):
@@ -236,11 +253,13 @@ def _advise(bufs, regions, advice, min_bytes):
         return
     page = 4096
     for kind, off, n in regions:
-        if kind not in bufs or n * 8 < min_bytes:
+        size = 4 if kind == "j" else 8       # "j": int32 elements of I
+        buf = bufs.get("i" if kind == "j" else kind)
+        if buf is None or n * size < min_bytes:
             continue
-        a = bufs[kind].ctypes.data + 8 * off
+        a = buf.ctypes.data + size * off
         lo = -(-a // page) * page
-        hi = (a + 8 * n) // page * page
+        hi = (a + size * n) // page * page
         if hi > lo:
             _madvise(lo, hi - lo, advice)   # advice: a failure changes nothing
 
@@ -292,8 +311,8 @@ def msg_state(A, M, nnodes, recycle=False):
     K = M if recycle else 1
     return A.struct(
         MsgSt, t_post_send=("f", M, INF), t_post_recv=("f", M, INF), t_start=("f", M, INF),
-        t_end=("f", M, INF), send_waiter=("i", M, -1), recv_waiter=("i", M, -1),
-        am_waiter=("i", M, 0), bott=("i", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
+        t_end=("f", M, INF), send_waiter=("j", M, -1), recv_waiter=("j", M, -1),
+        am_waiter=("j", M, 0), bott=("i", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
         refs=("i", K, 0), ret=("i", K, 0))
 
 
