@@ -181,8 +181,17 @@ class Arena:
         while inits:
             # popped: an input no one else holds is freed as soon as it is copied in
             kind, off, n, init = inits.pop()
-            size = init.nbytes if isinstance(init, np.ndarray) else 0
-            init = _constant(init, kind)
+            if hasattr(init, "resolve"):
+                # an input taken in slot order (:class:`ccmod.kernel.order.Gathered`),
+                # written in place here unless it is one value
+                size = init.a.nbytes
+                if kind == "j":
+                    _check_i32(init.a)
+                init = init.resolve(lambda a: _constant(a, kind), bufs[kind][off:off + n])
+                n = 0 if init is None else n
+            else:
+                size = init.nbytes if isinstance(init, np.ndarray) else 0
+                init = _constant(init, kind)
             # the buffers are zeros already: a zero fill would only touch pages (time, and
             # resident memory for scratch fields the kernel may never reach)
             if n and not (np.isscalar(init) and init == 0):
