@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ccmod.engine import untouched_zeros
 from ccmod.errors import CcmodInputError
 from ccmod.workloads.base import (OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_NAMES, OP_RECV, OP_SEND,
                             Workload)
@@ -262,7 +263,7 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     del sends
     # zeros nothing writes: their pages stay untouched (the engine fills them as scalars)
     kind = np.zeros(M0, np.int8)
-    handler_s = np.zeros(M0)
+    handler_s = untouched_zeros(M0)
     if A:
         inter = lambda a, b: np.stack([a, b], 1).reshape(-1)  # noqa: E731 - request, reply
         src = np.concatenate([src, inter(rank[am], w.peer[am])]).astype(np.int32)
@@ -446,7 +447,7 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
         quiet = quiet - o_tot
         latency = latency - o_tot
     else:
-        o_send, o_recv = np.zeros(M), np.zeros(M)
+        o_send, o_recv = untouched_zeros(M), untouched_zeros(M)
     hi = getattr(cost, "fitted_max_bytes", None)
     # sizes beyond a fitted model's range (only a fitted model has one: CostNotes)
     far = (nbytes[~same] if same.any() else nbytes) if hi is not None else nbytes[:0]

@@ -89,3 +89,24 @@ def test_engine_shares_widened_message_inputs_and_tables_keep_their_dtypes():
     r = run(TRACES / "ring16.ti", STAR, record=False)
     assert r.column("messages", "src").dtype == before["src"].dtype
     assert r.routes.res.dtype == before["route_res"].dtype
+
+
+def test_run_view_holds_all_zero_durations_in_untouched_pages():
+    # a trace without compute: its durations (all +0.0) are replaced by zeros the run only
+    # reads (an anonymous mapping: never resident); any other value keeps the column
+    import dataclasses
+    from ccmod.engine import untouched_zeros
+    n = 1 << 16
+    w = load_workload(TRACES / "pingpong.ti")
+    big = dataclasses.replace(w, op=np.zeros(n, np.int8), duration_s=np.zeros(n),
+                              line=np.arange(n), file_id=np.zeros(n, np.int32),
+                              req=np.full(n, -1), peer=None, tag=None, nbytes=None)
+    v = run_view(big)
+    assert v.duration_s is not big.duration_s and v.duration_s.dtype == np.float64
+    assert v.duration_s.shape == (n,) and not v.duration_s.view(np.int64).any()
+    for x in (1e-9, -0.0):
+        d = np.zeros(n)
+        d[-1] = x
+        assert run_view(dataclasses.replace(big, duration_s=d)).duration_s is d
+    z = untouched_zeros(n, np.int32)
+    assert z.dtype == np.int32 and z.shape == (n,) and not z.any() and z.flags.writeable
