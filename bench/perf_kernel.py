@@ -6,7 +6,8 @@ Usage::
     python bench/perf_kernel.py random64 --sharing maxmin --annotate _join
 
 Cases are bench/profile_kernel.py's: ``random64``, ``incastK`` (K senders onto one node),
-``light16`` (myrinet16 with compute). The script warms the JIT with one run, writes
+``light16`` (myrinet16 with compute), ``spreadK`` (incastK's messages, each receiver on a node
+of its own: K in flight without contention). The script warms the JIT with one run, writes
 ``/tmp/perf-PID.map`` (the symbol map ``perf report`` reads for JIT code), then repeats
 the run with ``perf record`` attached to itself, enabled only inside ``Engine.run`` (the
 compiled loop; the per-run set-up is left out), and prints ``perf report``'s flat profile
@@ -143,12 +144,16 @@ def _case(name, nrec, sharing):
         return random_pairs(64, nrec, 1), STAR, {}
     if name == "light16":
         return random_pairs(16, nrec, 2, compute_mean_s=1e-4), "myrinet16", {}
-    m = re.fullmatch(r"incast(\d+)", name)
+    m = re.fullmatch(r"(incast|spread)(\d+)", name)
     if not m:
-        raise SystemExit(f"perf_kernel: unknown case {name!r} (random64, light16, incastK)")
-    K = int(m.group(1))
+        raise SystemExit(f"perf_kernel: unknown case {name!r} (random64, light16, incastK, "
+                         "spreadK)")
+    K = int(m.group(2))
+    # spreadK: incastK's messages with every receiver on a node of its own (no contention:
+    # what K messages in flight cost without sharing)
+    nodes = list(range(K)) + [K] * K if m.group(1) == "incast" else list(range(2 * K))
     mp = Path(tempfile.mkdtemp(prefix="ccmod-perf-")) / f"{name}.map"
-    mp.write_text("".join(f"{r} {nd}\n" for r, nd in enumerate(list(range(K)) + [K] * K)))
+    mp.write_text("".join(f"{r} {nd}\n" for r, nd in enumerate(nodes)))
     return incast(K, nrec), STAR, {"mapping": str(mp)}
 
 
@@ -210,7 +215,7 @@ def _counts(a, run):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("case", help="random64 | light16 | incastK")
+    ap.add_argument("case", help="random64 | light16 | incastK | spreadK")
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sharing", default="ccmod")

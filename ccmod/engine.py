@@ -75,6 +75,20 @@ _WIDENED_INPUTS = (("src", "src"), ("dst", "dst"), ("kind", "kind"),
                    ("route_res", "route_res"))
 
 
+def _gather(fields, okey, S):
+    """Wrap each per-message input of ``fields`` (the ``("i" | "f" | "j", S, array)`` specs
+    of :class:`ccmod.kernel.state.MsgIn`) to be copied in slot order ``okey``
+    (:class:`ccmod.kernel.order.Gathered`); returns ``{name: Gathered}``."""
+    from ccmod.kernel.order import Gathered
+    out = {}
+    for name, f in fields.items():
+        if name not in ("route_ptr", "route_res", "okey") and f[0] in ("i", "f", "j") and \
+                isinstance(f[2], np.ndarray) and f[2].shape == (S,):
+            out[name] = Gathered(f[2], okey)
+            fields[name] = (f[0], f[1], out[name])
+    return out
+
+
 def _detach_inputs(msgs, arena):
     """Take from ``msgs`` the fields the arena holds copies of (same shape, and the same
     dtype or, for :data:`_WIDENED_INPUTS`, a narrower integer one): the arena's list of
@@ -147,19 +161,6 @@ def release_free_heap():
 
 
 _trim = None
-
-
-def untouched_zeros(n, dtype=np.float64):
-    """``np.zeros(n, dtype)`` in pages of its own, never written: an anonymous mapping,
-    which the system fills with zeros when a page is first touched, and reading maps its
-    shared zero page (not this process's memory). ``np.zeros`` below the C heap's mmap
-    threshold (up to 32 MB) may be served from freed heap memory, which ``calloc`` clears
-    by writing it: resident, for arrays that the run only reads (or never reads)."""
-    import mmap
-    dt = np.dtype(dtype)
-    if n * dt.itemsize < 1 << 20:
-        return np.zeros(n, dt)
-    return np.frombuffer(mmap.mmap(-1, n * dt.itemsize), dt)
 
 
 #: the state a result reads after a run (the arena's views it keeps): the rest is the
@@ -281,6 +282,7 @@ class Engine:
                            bool(record), bool(signals), bool(np.any(gap > 0)),
                            PROGRESS_EVENTS if progress is not None or on_pause is not None
                            else -1, window_records is not None)
+        self._order = None
         if self.feed is not None:
             self.P = self.feed.program       # window positions, before any load
         else:
@@ -289,6 +291,14 @@ class Engine:
                                       np.asarray(w.duration_s, np.float64),
                                       msgs.rec_msg, wait_msg, wait_side,
                                       wa_ptr, wa_msg, wa_side)
+            from ccmod.kernel import order as korder
+            if M >= korder.ORDER_MIN_MESSAGES and n >= korder.ORDER_MIN_RANKS:
+                # the kernel's slots in execution order (kernel/order.py), ids as okey;
+                # the records' messages as slots (the run puts them back: _restore_order)
+                self._order = korder.plan(w.rank_ptr, self.P.rec_msg, msgs.kind, M)
+            if self._order is not None:
+                korder.renumber_waits(w.op, self.P.wait_msg, self.P.wa_ptr, self.P.wa_msg,
+                                      self._order)
         if bg_t_s is None:
             bg_t_s, bg_resource, bg_load = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
         order = np.argsort(np.asarray(bg_t_s, np.float64), kind="stable")
@@ -319,8 +329,15 @@ class Engine:
             self.feed.start(self.slots.assign, self.slots.reserve)
             self.slots.settle()          # the heaps' room, once for the first windows
             self.P = self.feed.program
-        else:
+        elif self._order is None:
             self._layout(M)
+        else:
+            try:
+                self._layout(M)
+            except BaseException:
+                korder.renumber_back(self.P.rec_msg, self._order)   # the caller's ids
+                raise
+            self._order = True           # the slots' ids are the arena's okey from here on
         if code == 0 and len(self.CS.count) < nresources:
             raise AssertionError("resource arrays too short")
         self.nresources = nresources
@@ -338,12 +355,20 @@ class Engine:
         nres, capacity_Bps, bgr, node_of_rank, gap, nnodes = self._net
         n = self.w.nranks
         A = self._arena = ks.Arena()
+        arp = arr = None
         if self.slots is not None:
             fields, rp, rr = self.slots.msg_fields(S)
         else:
             msgs = self.m
             rp = np.asarray(msgs.route_ptr, np.int64)
             rr = msgs.route_res      # int32: copied into the int64 arena as it is
+            okey = self._order
+            arp, arr = rp, rr
+            if okey is not None:
+                # the routes in slot order (kernel/order.py); rp and rr size the rules'
+                # state below, which does not depend on the order
+                from ccmod.kernel.order import gather_routes
+                arp, arr = gather_routes(rp, rr, okey)
             fields = dict(
                 nmsg=("v", S), src=("j", S, msgs.src), dst=("j", S, msgs.dst),
                 nbytes=("i", S, msgs.nbytes), quiet=("f", S, msgs.quiet_s),
@@ -352,12 +377,14 @@ class Engine:
                 o_recv=("f", S, _zeros_like_msgs(msgs, "o_recv_s")),
                 unshared=("j", S, self._unshared), kind=("j", S, msgs.kind),
                 handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
-                eager=("j", S, self._eager), route_ptr=("i", S + 1, rp),
-                route_res=("i", len(rr), rr), route_end=("+", "route_ptr", 1, S),
-                okey=("i", S, np.arange(S, dtype=np.int64)), fconst=("v", 0))
-            self._eager = self._unshared = None    # in the arena's inputs from here on
+                eager=("j", S, self._eager), route_ptr=("i", S + 1, arp),
+                route_res=("i", len(arr), arr), route_end=("+", "route_ptr", 1, S),
+                okey=("i", S, np.arange(S, dtype=np.int64) if okey is None else okey),
+                fconst=("v", 0))
+            self._eager = self._unshared = okey = None    # in the arena's inputs from here on
             # a float input with one value for every message (bit for bit: a star's latency,
-            # no rate cap, an incast's quiet time) is held once (8 bytes per message each)
+            # no rate cap, an incast's quiet time) is held once (8 bytes per message each;
+            # the same in any slot order)
             fc = 0
             for name, bit in ks.CONST_INPUTS.items():
                 kind, n, init = fields[name][:3]
@@ -366,6 +393,8 @@ class Engine:
                     fields[name] = ("f", 1, one)
                     fc |= bit
             fields["fconst"] = ("v", fc)
+            if self._order is not None:
+                self._gathered = _gather(fields, self._order, S)
         self.Min = A.struct(ks.MsgIn, node_of_rank=("i", len(node_of_rank), node_of_rank),
                             gap_s=("f", len(gap), gap), **fields)
         self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
@@ -392,7 +421,7 @@ class Engine:
                               else self.m.flow_cap_Bps} if code == 1 else {}))
         # whole program: MsgIn is per message, so Messages can share the arena's copy
         shared = _detach_inputs(self.m, A) if self.slots is None else ()
-        del fields, rp, rr               # the arena's inputs: held by it alone
+        del fields, rp, rr, arp, arr     # the arena's inputs: held by it alone
         release_free_heap()
         sparse = dict(ks.SPARSE)
         self.I, self.F = A.alloc(release_free_heap, sparse)
@@ -435,6 +464,7 @@ class Engine:
                 self.progress(int(ks_[K_RECORDS]))
             if self.on_pause is not None:
                 self.on_pause(self)
+                args[2] = self.L                     # (new recording lists, streamed)
             if resume is None:
                 # the compiled entry, typed once: not numba's typing of the tuple arguments
                 # at every resume (kernel/window.py)
@@ -450,6 +480,8 @@ class Engine:
             self.slots.finish()          # every slot's outputs, retired or not
         finish = self.R.finish
         unfinished = np.flatnonzero(finish == INF)
+        if self._order is not None:
+            self._restore_order(deadlock=bool(unfinished.size))
         if unfinished.size:
             raise DeadlockError(t, [self._blocked_desc(int(r)) for r in unfinished])
         makespan = float(finish.max()) if len(finish) else 0.0
@@ -458,13 +490,36 @@ class Engine:
         self._finish_arrays()
         return makespan
 
-    def release_scratch(self, messages=False):
+    def _restore_order(self, deadlock=False):
+        """After a run in slot order (:mod:`ccmod.kernel.order`): every per-message array
+        the results (and the Messages, which share the inputs) read back in id order. The
+        kernel's scratch is freed first but for the order keys (the temporary then fits
+        in its place, below the run's peak), unless the run deadlocked: its description
+        reads the waiters, put back in id order too."""
+        from ccmod.kernel.order import restore
+        from ccmod.kernel.state import MsgIn, MsgSt, drop_pages
+        A, Mv = self._arena, self.Mv
+        if not deadlock:
+            self.release_scratch(keep_inputs=("okey",))
+        names = [(MsgIn, name) for name, g in self._gathered.items() if g.used and
+                 name in _KEEP["MsgIn"]]
+        names += [(MsgSt, name) for name in _KEEP["MsgSt"]]
+        if deadlock:
+            names += [(MsgSt, "send_waiter"), (MsgSt, "recv_waiter")]
+        fields = [A.spec[cls][name][:2] for cls, name in names]
+        restore(self.I, self.F, fields, Mv.okey, Mv.route_ptr, Mv.route_res, self.P.rec_msg)
+        self._order = self._gathered = None
+        if not deadlock:
+            drop_pages({"i": self.I}, [A.spec[MsgIn]["okey"][:3]])   # the identity now
+
+    def release_scratch(self, messages=False, keep_inputs=()):
         """After :meth:`run`: give back the memory of the kernel's state that no result
         reads (sharing rule, timers, waiters, rank scratch: ~60 bytes per record at 1M),
         before the result's tables are made (the process's peak). Only whole-program
         runs (a streamed run's slots are drained already); the engine cannot run again.
         ``messages``: also the message inputs only the loop reads (:data:`_LOOP_ONLY`),
-        and the Messages' fields that are views of them (set to None)."""
+        and the Messages' fields that are views of them (set to None); ``keep_inputs``:
+        message inputs kept all the same."""
         if self.slots is not None or not hasattr(self, "I"):
             return
         from ccmod.kernel.state import drop_pages
@@ -474,6 +529,8 @@ class Engine:
             kept = _KEEP.get(cls.__name__, ())
             if messages and cls.__name__ == "MsgIn":
                 kept = tuple(k for k in kept if k not in _LOOP_ONLY)
+            if cls.__name__ == "MsgIn":
+                kept = tuple(kept) + tuple(keep_inputs)
             for name, (kind, off, n, _) in spec.items():
                 if kind in ("i", "f", "j") and n:
                     (keep if kept == "all" or name in kept else drop).append((kind, off, n))

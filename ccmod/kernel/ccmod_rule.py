@@ -29,6 +29,9 @@ member of ``b`` must move exactly when some pair of ``b`` has ``r`` binding befo
 So an event costs O(hops x pairs-per-resource x log) plus the moves, independent of how
 many messages share a pair (identical routes: one pair, however many messages).
 
+A route entry alone on its resource (the sender's uplink of an incast) is *deferred*
+instead of paired until it could matter (:mod:`ccmod.kernel.cc_pairs`).
+
 The next completion of every group is one entry of an indexed heap over resources (the
 sharing part of the event horizon). Sizes are static: a resource's groups never hold more
 messages than routes cross it, so all pools are allocated once (:func:`cc_new`), as slices
@@ -43,14 +46,14 @@ from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import CcState
 from ccmod.kernel.cc_groups import g_add, g_del, g_empty, g_first, g_take_sorted
-from ccmod.kernel.heaps import (heap_push, heap_remove, heap_update, iheap_push, iheap_remove,
-                                iheap_update, resource_segments, sort_ids, sort_keyed)
+from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CHK, N_DEC, N_DONE, N_FRESH, N_INC, N_NEW,
+                                   N_PF, N_TCH, _others_add, _others_del, defer,
+                                   pair_deferred, pair_group_deferred)
+from ccmod.kernel.heaps import (heap_update, iheap_push, iheap_remove, iheap_update,
+                                resource_segments, sort_ids, sort_keyed)
 
 INF = np.inf
-# integer scalars (si) and float scalars (sf) of the state; N_PF: free pairs, N_CHK: groups
-# to check for members that may leave, N_FRESH: the free stack's implicit bottom (below it,
-# position i holds pair i: see _pair_take)
-N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE, N_PF, N_CHK, N_FRESH = range(10)
+# the indices (N_*) of the state's integer scalars ``si``: ccmod.kernel.cc_pairs
 
 
 def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None,
@@ -110,7 +113,9 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("j", M, 0), cand_l=("i", M, 0),
         done=("i", M, 0), si=("i", 10, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
         route_res=routes[1], emsg=("j", E, 0), route_end=routes[2], okey=routes[3],
-        lone=("i", R, -1), l_head=("i", R, -1), l_tail=("i", R, -1), g_next=("j", M, 0))
+        lone=("i", R, -1), l_head=("i", R, -1), l_tail=("i", R, -1), g_next=("j", M, 0),
+        dfr=("i", R, -1), dgrp=("i", R, 0), dmsg=("i", R, 0), ndef=("i", R, 0),
+        dmin=("f", R, INF))
 
 
 @leaf
@@ -191,88 +196,6 @@ def _pair_key(S, I, F, r, check):
 
 
 @leaf
-def _pair_take(S, I):
-    """A free pair, from the top of the free stack. The stack's bottom part is implicit
-    (position i holds pair i until the stack shrinks below it): set-up writes none of it,
-    and the ids are those of a stack filled with 0..NP-1."""
-    n = I[S.si + N_PF] - 1
-    I[S.si + N_PF] = n
-    if n < I[S.si + N_FRESH]:
-        I[S.si + N_FRESH] = n
-        return n
-    return I[S.pfree + n]
-
-
-@leaf
-def _others_add(S, I, F, e, b, m):
-    """Route entry e of message m (bottlenecked at b elsewhere) joins pair (res(e), b)."""
-    J = as_i32(I)
-    r = I[S.route_res + e]
-    p = I[S.rp_head + r]
-    while p >= 0 and I[S.pb + p] != b:
-        p = I[S.rnext + p]
-    if p < 0:
-        # a new pair: take one from the free stack, link it to r, key it in b's heap
-        p = _pair_take(S, I)
-        I[S.pr + p] = r
-        I[S.pb + p] = b
-        I[S.pcnt + p] = 0
-        I[S.phead + p] = -1
-        h = I[S.rp_head + r]
-        I[S.rnext + p] = h
-        I[S.rprev + p] = -1
-        if h >= 0:
-            I[S.rprev + h] = p
-        I[S.rp_head + r] = p
-        F[S.pkey + p] = F[S.share + r]
-        heap_push(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
-    h = I[S.phead + p]
-    J[S.e_next + e] = h
-    J[S.e_prev + e] = -1
-    if h >= 0:
-        J[S.e_prev + h] = e
-    I[S.phead + p] = e
-    I[S.pcnt + p] += 1
-    J[S.e_pair + e] = p
-    J[S.emsg + e] = m
-
-
-@leaf
-def _others_del(S, I, F, e):
-    J = as_i32(I)
-    p = J[S.e_pair + e]
-    if p < 0:
-        return
-    nx = J[S.e_next + e]
-    pv = J[S.e_prev + e]
-    if pv >= 0:
-        J[S.e_next + pv] = nx
-    else:
-        I[S.phead + p] = nx
-    if nx >= 0:
-        J[S.e_prev + nx] = pv
-    J[S.e_pair + e] = -1
-    c = I[S.pcnt + p] - 1
-    I[S.pcnt + p] = c
-    if c == 0:
-        # the pair is empty: unlink it from its resource, its group's heap; free it
-        r = I[S.pr + p]
-        b = I[S.pb + p]
-        rn = I[S.rnext + p]
-        rv = I[S.rprev + p]
-        if rv >= 0:
-            I[S.rnext + rv] = rn
-        else:
-            I[S.rp_head + r] = rn
-        if rn >= 0:
-            I[S.rprev + rn] = rv
-        heap_remove(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
-        n = I[S.si + N_PF]
-        I[S.pfree + n] = p
-        I[S.si + N_PF] = n + 1
-
-
-@leaf
 def _join(I, F, m, r, t, remaining):
     """Put m into group r with ``remaining`` quiet-seconds of work."""
     J = as_i32(I)
@@ -290,7 +213,10 @@ def _join(I, F, m, r, t, remaining):
         if alone:
             I[S.lone + I[S.route_res + e]] = m
         elif I[S.route_res + e] != r:
-            _others_add(S, I, F, e, r, m)
+            if I[S.count + I[S.route_res + e]] == 1:
+                defer(S, I, F, e, r, m)
+            else:
+                _others_add(S, I, F, e, r, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
@@ -298,15 +224,20 @@ def _join(I, F, m, r, t, remaining):
 def _pairs_of_lone(S, I, F, r):
     """Resource r is about to change (a message joins it, its background steps) while the
     message on it is alone on its whole route: give that message the pairs its join left
-    out. Until now no share on its route changed, so they are what the join would have
-    made (keyed by the same shares); pairs only feed the checks of later changes."""
+    out (its entries elsewhere, still alone, deferred). Until now no share on its route
+    changed, so they are what the join would have made (keyed by the same shares); pairs
+    only feed the checks of later changes."""
     J = as_i32(I)
     m = I[S.lone + r]
     b = J[S.bott + m]
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        I[S.lone + I[S.route_res + e]] = -1
-        if I[S.route_res + e] != b:
-            _others_add(S, I, F, e, b, m)
+        r2 = I[S.route_res + e]
+        I[S.lone + r2] = -1
+        if r2 == r:
+            if r2 != b:
+                _others_add(S, I, F, e, b, m)
+        elif r2 != b:
+            defer(S, I, F, e, b, m)       # still alone on r2
 
 
 @leaf
@@ -332,13 +263,16 @@ def _beats(F, share, r, b):
 def _check(S, I, F, b, nc):
     """Add to the candidates every member of group b crossing a resource that now binds
     before b: walk b's heap of pairs (keyed by that resource's share) down to the keys
-    above share[b]; returns the new number of candidates."""
+    above share[b]; returns the new number of candidates. Deferred entries are paired
+    first when share[b] reached the lower bound of their keys."""
     J = as_i32(I)
+    sb = F[S.share + b]
+    if F[S.dmin + b] <= sb:
+        pair_group_deferred(S, I, F, b)
     n = I[S.ph_len + b]
     if n == 0:
         return nc
     o = S.ph_item + I[S.ph_seg + b]
-    sb = F[S.share + b]
     top = 0
     I[S.stk] = 0
     top = 1
@@ -460,6 +394,8 @@ def cc_start(I, F, m, t, work):
         r = I[S.route_res + e]
         if I[S.lone + r] >= 0:
             _pairs_of_lone(S, I, F, r)
+        elif I[S.dfr + r] >= 0:
+            pair_deferred(S, I, F, r)
         if cc_set_count(I, F, r, t, 1) > 1:
             _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
@@ -479,9 +415,13 @@ def cc_set_free(I, F, r, t, free):
     cc_at(I, F, t)
     if I[S.lone + r] >= 0:
         _pairs_of_lone(S, I, F, r)
+    elif I[S.dfr + r] >= 0:
+        pair_deferred(S, I, F, r)
     F[S.v_at + r] = _vclock(S, F, r, t)
     F[S.t_at + r] = t
     old = F[S.share + r]
+    if free > F[S.free + r] and I[S.ndef + r] > 0:
+        F[S.dmin + r] = 0.0          # its ceiling rose: pair its deferred entries at its check
     F[S.free + r] = free
     c = I[S.count + r]
     F[S.share + r] = min(free / c, 1.0) if c > 0 else INF

@@ -82,7 +82,8 @@ CcState = namedtuple("CcState", (
     "free count share v_at t_at peak area busy t_chg "
     "seg g_len g_item g_pos vfin pr pb pcnt phead pkey ph_pos rnext rprev pfree rp_head "
     "ph_len ph_seg ph_item e_pair e_next e_prev stk chk_f chk_l bott ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
-    "cand_f cand_l done si sf route_ptr route_res emsg route_end okey lone l_head l_tail g_next"))
+    "cand_f cand_l done si sf route_ptr route_res emsg route_end okey lone l_head l_tail g_next "
+    "dfr dgrp dmsg ndef dmin"))
 MmState = namedtuple("MmState", (
     "cap_full cap count peak area busy t_chg seg r_len r_item "
     "f_cls vfin h_left h_right f_msg f_okey f_free done_s d_flag d_list r_seen rl cap_left users done si sf "
@@ -187,8 +188,17 @@ class Arena:
         while inits:
             # popped: an input no one else holds is freed as soon as it is copied in
             kind, off, n, init = inits.pop()
-            size = init.nbytes if isinstance(init, np.ndarray) else 0
-            init = _constant(init, kind)
+            if hasattr(init, "resolve"):
+                # an input taken in slot order (:class:`ccmod.kernel.order.Gathered`),
+                # written in place here unless it is one value
+                size = init.a.nbytes
+                if kind == "j":
+                    _check_i32(init.a)
+                init = init.resolve(lambda a: _constant(a, kind), bufs[kind][off:off + n])
+                n = 0 if init is None else n
+            else:
+                size = init.nbytes if isinstance(init, np.ndarray) else 0
+                init = _constant(init, kind)
             # the buffers are zeros already: a zero fill would only touch pages (time, and
             # resident memory for scratch fields the kernel may never reach)
             if n and not (np.isscalar(init) and init == 0):
