@@ -100,8 +100,8 @@ class RankLines:
         full = rp[1:] > starts
         off = np.zeros(len(starts), np.int64)
         off[full] = np.asarray(line[starts[full]], np.int64) - starts[full]
-        for a in range(0, n, 1 << 20):        # in slices: small temporaries
-            i = np.arange(a, min(n, a + (1 << 20)))
+        for a in range(0, n, 1 << 16):        # in slices: small temporaries
+            i = np.arange(a, min(n, a + (1 << 16)))
             rank = np.searchsorted(rp, i, side="right") - 1
             if (np.asarray(line[a:a + len(i)], np.int64) - i != off[rank]).any():
                 return None
