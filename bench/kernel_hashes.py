@@ -15,7 +15,9 @@ their times and bottlenecks, ranks, links, rank-state intervals, link loads (the
 contention log)), and, run again with nothing recorded (the kernel's quiet loop), its
 makespan and message times. Prints (and saves with ``--out``) ``{case: {part: sha256}}``;
 ``--compare`` lists the cases (and parts) that differ from another such file and exits 1
-if any do. Set ``NUMBA_DISABLE_JIT=1`` to hash the plain-Python run.
+if any do. Set ``NUMBA_DISABLE_JIT=1`` to hash the plain-Python run. ``--slot-order`` runs
+every case with its messages numbered in execution order (:mod:`ccmod.kernel.order`, which
+the engine applies only to large traces by default): the hashes must be the same.
 """
 from __future__ import annotations
 
@@ -203,7 +205,14 @@ def main() -> int:
     ap.add_argument("--out", help="write the hashes (JSON) here")
     ap.add_argument("--compare", help="hashes JSON of another run to compare with")
     ap.add_argument("--only", default="", help="only cases whose name contains this")
+    ap.add_argument("--slot-order", action="store_true",
+                    help="number every whole-program run's messages in execution order "
+                         "(ccmod/kernel/order.py; by default only large traces are): the "
+                         "hashes must not change")
     a = ap.parse_args()
+    if a.slot_order:
+        from ccmod.kernel import order
+        order.ORDER_MIN_MESSAGES = order.ORDER_MIN_RANKS = 1
     import warnings
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()

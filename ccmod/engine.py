@@ -459,6 +459,7 @@ class Engine:
                 self.progress(int(ks_[K_RECORDS]))
             if self.on_pause is not None:
                 self.on_pause(self)
+                args[2] = self.L                     # (new recording lists, streamed)
             if resume is None:
                 # the compiled entry, typed once: not numba's typing of the tuple arguments
                 # at every resume (kernel/window.py)

@@ -58,14 +58,15 @@ class _Drain:
         self.writer = writer
 
     def __call__(self, eng) -> None:
-        from ccmod.kernel.record import state_arrays
-        from ccmod.kernel.window import clear_logs
-        L = eng.L
-        if self.writer is not None:
-            st = state_arrays(L.states)
+        if self.writer is not None:        # (without one nothing is recorded)
+            from ccmod.kernel.record import state_arrays
+            from ccmod.kernel.state import new_logs
+            st = state_arrays(eng.L.states)
             if len(st[0]):
                 self.writer.states(*st)
-        clear_logs(L.states, L.load)
+            # new empty lists (the loop resumes with eng.L): a typed list's clear() costs
+            # ~45 ns a row, 0.12 s per 1M records recorded; new lists ~0.07 ms a pause
+            eng.L = new_logs()
         # what was recorded went to the writer: the collector builds no interval tables
         # (nor the link utilisation over every message that link_load would need)
         eng.record = False

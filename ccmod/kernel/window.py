@@ -88,14 +88,6 @@ def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg
     return k
 
 
-@njit(cache=True)
-def clear_logs(states, load):
-    """Empty two recording lists (a streamed run drains them at every pause): typed-list
-    methods called from Python compile in every process (~3 s), this is cached."""
-    states.clear()
-    load.clear()
-
-
 class ArraySource:
     """A Workload's records as a record source (the interface of
     :class:`ccmod.workloads.parquet_stream.ParquetRecordSource`): ``read(r, g0, g1)``
