@@ -61,15 +61,61 @@ def run_view(w, matching: bool = False):
     if line.ndim == 1 and line.size and line.dtype.itemsize > 4 and \
             np.iinfo(np.int32).min <= line.min() and line.max() <= np.iinfo(np.int32).max:
         v.line = line.astype(np.int32)
+    if line.ndim == 1 and line.size >= 1 << 16:
+        ranked = RankLines.of(w.rank_ptr, line)
+        if ranked is not None:
+            v.line = ranked
     # no record lasts (a trace without compute): durations that are all +0.0, bit for bit,
     # become a fresh array of zeros whose pages are never written, so never resident
     # (reading them maps the system's zero page): 8 bytes per record of the run's peak
     dur = np.asarray(w.duration_s)
     if dur.ndim == 1 and dur.size >= 1 << 16 and dur.dtype == np.float64 and \
             dur.flags.c_contiguous and not dur.view(np.int64).any():
-        from ccmod.engine import untouched_zeros
+        from ccmod.compile import untouched_zeros
         v.duration_s = untouched_zeros(dur.size)
     return v
+
+
+class RankLines:
+    """The source line of every record when each rank's records sit on consecutive lines
+    of its file (a trace written rank after rank, one record per line, as the TI writers
+    do): ``line[i] = i + offset[rank of i]``, one number per rank instead of one per
+    record (4 bytes per record of a run's peak). Indexed like the ``line`` array it
+    replaces in a run's own Workload view (:meth:`Workload.where` reads one element)."""
+
+    __slots__ = ("rank_ptr", "offset", "size")
+
+    def __init__(self, rank_ptr, offset, size):
+        self.rank_ptr, self.offset, self.size = rank_ptr, offset, size
+
+    @classmethod
+    def of(cls, rank_ptr, line):
+        """The RankLines of ``line`` (records in rank order, CSR ``rank_ptr``), or None
+        when some rank's records are not on consecutive lines."""
+        rp = np.asarray(rank_ptr, np.int64)
+        n = len(line)
+        if len(rp) < 2 or rp[0] != 0 or rp[-1] != n:
+            return None
+        starts = rp[:-1]
+        full = rp[1:] > starts
+        off = np.zeros(len(starts), np.int64)
+        off[full] = np.asarray(line[starts[full]], np.int64) - starts[full]
+        for a in range(0, n, 1 << 16):        # in slices: small temporaries
+            i = np.arange(a, min(n, a + (1 << 16)))
+            rank = np.searchsorted(rp, i, side="right") - 1
+            if (np.asarray(line[a:a + len(i)], np.int64) - i != off[rank]).any():
+                return None
+        return cls(rp, off, n)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, i):
+        i = int(i)
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        r = int(np.searchsorted(self.rank_ptr, i, side="right")) - 1
+        return int(self.offset[r]) + i
 
 
 def load_network(spec, nodes_needed: int, cost=None, background=None):

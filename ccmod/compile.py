@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ccmod.engine import untouched_zeros
 from ccmod.errors import CcmodInputError
 from ccmod.workloads.base import (OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_NAMES, OP_RECV, OP_SEND,
                             Workload)
@@ -43,6 +42,19 @@ class Messages:
     o_send_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64[M] sender CPU
     o_recv_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64[M] receiver CPU
     gap_s: np.ndarray = field(default_factory=lambda: np.zeros(0))     # float64[nnodes] NIC gap
+
+
+def untouched_zeros(n, dtype=np.float64):
+    """``np.zeros(n, dtype)`` in pages of its own, never written: an anonymous mapping,
+    which the system fills with zeros when a page is first touched, and reading maps its
+    shared zero page (not this process's memory). ``np.zeros`` below the C heap's mmap
+    threshold (up to 32 MB) may be served from freed heap memory, which ``calloc`` clears
+    by writing it: resident, for arrays that the run only reads (or never reads)."""
+    import mmap
+    dt = np.dtype(dtype)
+    if n * dt.itemsize < 1 << 20:
+        return np.zeros(n, dt)
+    return np.frombuffer(mmap.mmap(-1, n * dt.itemsize), dt)
 
 
 def _rank_of_records(w: Workload) -> np.ndarray:

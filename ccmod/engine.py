@@ -98,11 +98,14 @@ def _detach_inputs(msgs, arena):
     from ccmod.kernel.state import MsgIn
     spec = arena.spec[MsgIn]
     out = {}
+    from ccmod.kernel.state import CONST_INPUTS
+    M = int(spec["nmsg"][1])
     for name, field in _SHARED_INPUTS + _WIDENED_INPUTS:
         a = getattr(msgs, name, None)
         kind, _, n, _ = spec[field]
-        if not (isinstance(a, np.ndarray) and a.shape == (n,)):
-            continue
+        if not (isinstance(a, np.ndarray) and (a.shape == (n,) or (
+                n == 1 and field in CONST_INPUTS and a.shape == (M,)))):
+            continue             # n 1: a float input held once (CONST_INPUTS)
         want = np.dtype({"i": np.int64, "j": np.int32, "f": np.float64}[kind])
         if a.dtype == want or (kind in "ij" and (name, field) in _WIDENED_INPUTS and
                                a.dtype.kind == "i" and a.dtype.itemsize < want.itemsize):
@@ -117,11 +120,14 @@ def _share_inputs(msgs, views, names):
     two. The kernel never writes its message inputs; the views are made read-only to keep
     it so. A widened field's own dtype is kept in ``msgs.widened`` (:func:`message_column`).
     """
+    from ccmod.kernel.state import CONST_INPUTS
     widened = getattr(msgs, "widened", None) or {}
     for name, field in _SHARED_INPUTS + _WIDENED_INPUTS:
         if name in names:
             v = getattr(views, field)
             v.flags.writeable = False
+            if field in CONST_INPUTS and len(v) != views.nmsg:   # held once: for all
+                v = np.broadcast_to(v, (views.nmsg,))
             setattr(msgs, name, v)
             if v.dtype != names[name]:
                 widened.setdefault(name, names[name])
@@ -155,19 +161,6 @@ def release_free_heap():
 
 
 _trim = None
-
-
-def untouched_zeros(n, dtype=np.float64):
-    """``np.zeros(n, dtype)`` in pages of its own, never written: an anonymous mapping,
-    which the system fills with zeros when a page is first touched, and reading maps its
-    shared zero page (not this process's memory). ``np.zeros`` below the C heap's mmap
-    threshold (up to 32 MB) may be served from freed heap memory, which ``calloc`` clears
-    by writing it: resident, for arrays that the run only reads (or never reads)."""
-    import mmap
-    dt = np.dtype(dtype)
-    if n * dt.itemsize < 1 << 20:
-        return np.zeros(n, dt)
-    return np.frombuffer(mmap.mmap(-1, n * dt.itemsize), dt)
 
 
 #: the state a result reads after a run (the arena's views it keeps): the rest is the
@@ -386,8 +379,20 @@ class Engine:
                 handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
                 eager=("j", S, self._eager), route_ptr=("i", S + 1, arp),
                 route_res=("i", len(arr), arr), route_end=("+", "route_ptr", 1, S),
-                okey=("i", S, np.arange(S, dtype=np.int64) if okey is None else okey))
+                okey=("i", S, np.arange(S, dtype=np.int64) if okey is None else okey),
+                fconst=("v", 0))
             self._eager = self._unshared = okey = None    # in the arena's inputs from here on
+            # a float input with one value for every message (bit for bit: a star's latency,
+            # no rate cap, an incast's quiet time) is held once (8 bytes per message each;
+            # the same in any slot order)
+            fc = 0
+            for name, bit in ks.CONST_INPUTS.items():
+                kind, n, init = fields[name][:3]
+                one = ks._constant(init, "f")
+                if n > 1 and not isinstance(one, np.ndarray):
+                    fields[name] = ("f", 1, one)
+                    fc |= bit
+            fields["fconst"] = ("v", fc)
             if self._order is not None:
                 self._gathered = _gather(fields, self._order, S)
         self.Min = A.struct(ks.MsgIn, node_of_rank=("i", len(node_of_rank), node_of_rank),

@@ -95,7 +95,7 @@ def test_run_view_holds_all_zero_durations_in_untouched_pages():
     # a trace without compute: its durations (all +0.0) are replaced by zeros the run only
     # reads (an anonymous mapping: never resident); any other value keeps the column
     import dataclasses
-    from ccmod.engine import untouched_zeros
+    from ccmod.compile import untouched_zeros
     n = 1 << 16
     w = load_workload(TRACES / "pingpong.ti")
     big = dataclasses.replace(w, op=np.zeros(n, np.int8), duration_s=np.zeros(n),
@@ -110,3 +110,28 @@ def test_run_view_holds_all_zero_durations_in_untouched_pages():
         assert run_view(dataclasses.replace(big, duration_s=d)).duration_s is d
     z = untouched_zeros(n, np.int32)
     assert z.dtype == np.int32 and z.shape == (n,) and not z.any() and z.flags.writeable
+
+
+def test_rank_lines_name_the_same_lines_with_one_number_per_rank():
+    # a trace written rank after rank (consecutive lines per rank): one offset per rank
+    from ccmod.api import RankLines
+    rank_ptr = np.array([0, 3, 3, 7])             # rank 1 has no records
+    line = np.array([2, 3, 4, 9, 10, 11, 12])
+    r = RankLines.of(rank_ptr, line)
+    assert r is not None and len(r) == 7 and [r[i] for i in range(7)] == line.tolist()
+    with pytest.raises(IndexError):
+        r[7]
+    line[5] = 20                                  # a gap inside rank 2: kept as an array
+    assert RankLines.of(rank_ptr, line) is None
+    # a run's own view of a large rank-grouped trace holds them so; where() is unchanged
+    import dataclasses
+    n = 1 << 16
+    w = load_workload(TRACES / "pingpong.ti")
+    big = dataclasses.replace(w, nranks=2, rank_ptr=np.array([0, n // 2, n]),
+                              op=np.zeros(n, np.int8), duration_s=np.ones(n),
+                              line=np.concatenate([np.arange(n // 2) + 2, np.arange(n // 2) + 5]),
+                              file_id=np.zeros(n, np.int32), req=np.full(n, -1),
+                              peer=None, tag=None, nbytes=None)
+    v = run_view(big)
+    assert isinstance(v.line, RankLines)
+    assert all(v.where(i) == big.where(i) for i in (0, n // 2 - 1, n // 2, n - 1))

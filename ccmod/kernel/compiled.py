@@ -200,6 +200,13 @@ def _program_view(P):
     return impl
 
 
+@njit(inline="always")
+def per_msg(M, bit, m):
+    """Index of message ``m`` in the float input whose :data:`~ccmod.kernel.state.CONST_INPUTS`
+    bit is ``bit``: 0 when that input is held once (the same for every message), else m."""
+    return 0 if M.fconst & bit else m
+
+
 # -- the offsets of each group of fields, from the head of I ---------------------------------
 def _header_reader(cls, name):
     """``name(I)``: the :class:`~ccmod.kernel.state` named tuple ``cls`` of offsets, read

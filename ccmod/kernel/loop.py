@@ -38,7 +38,8 @@ each buffer as its data pointer alone (:mod:`ccmod.kernel.rawbuf`).
 from __future__ import annotations
 
 from ccmod.kernel.compiled import (at_f, at_i, at_i8, at_i32, bg_steps, cc_state, leaf,
-                                   msg_in, msg_st, program_view, rank_st, scalars, timers)
+                                   msg_in, msg_st, per_msg, program_view, rank_st, scalars,
+                                   timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_pop
 from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, start_transfer,
@@ -46,6 +47,7 @@ from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, 
 from ccmod.kernel.rawbuf import as_i32, prefetch, raw
 from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
+from ccmod.kernel.state import FC_LATENCY, FC_O_SEND, FC_QUIET
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS,
                                 K_RHEAD, K_RTAIL, K_STARTED, K_STARVED, NSTATES,
@@ -129,7 +131,7 @@ def _warm(C, P, I, F, pc, end):
         prefetch(I, M.route_ptr + m)
         prefetch(as_i32(I), M.src + m)
         prefetch(as_i32(I), M.unshared + m)
-        prefetch(F, M.quiet + m)
+        prefetch(F, M.quiet + per_msg(M, FC_QUIET, m))
         prefetch(I, M.okey + m)
         prefetch(as_i32(I), M.kind + m)
         if C.sharing == 0 and m >= 0:
@@ -179,9 +181,10 @@ def _advance(C, P, L, I, F, r, t):
                 break
         elif o == OP_SEND or o == OP_ISEND:
             m = at_i32(P.rec_msg, pc)
-            if F[M.o_send + m] > 0.0 and I[R.paid_pc + r] != pc:
+            o_send = F[M.o_send + per_msg(M, FC_O_SEND, m)]
+            if o_send > 0.0 and I[R.paid_pc + r] != pc:
                 I[R.paid_pc + r] = pc       # the CPU overhead comes before the post
-                _busy_for(I, F, r, t, F[M.o_send + m], STATE_OVERHEAD)
+                _busy_for(I, F, r, t, o_send, STATE_OVERHEAD)
                 break
             F[G.t_post_send + m] = t
             _sig(C, L, t, SG_NEWSCOM, I[M.okey + m], as_i32(I)[M.src + m], as_i32(I)[M.dst + m],
@@ -406,7 +409,8 @@ def _loop(C, P, L, I, F):
                 message_done(C, L, I, F, m, t)
             elif kind == EV_LAT_END:
                 if C.sharing == 0:
-                    work = F[M.quiet + m] - F[M.latency + m]
+                    work = (F[M.quiet + per_msg(M, FC_QUIET, m)]
+                            - F[M.latency + per_msg(M, FC_LATENCY, m)])
                 else:
                     work = float(I[M.nbytes + m])
                 rule_start(C, L, I, F, m, t, work)

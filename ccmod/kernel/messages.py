@@ -11,10 +11,11 @@ rank timers are slots ``0..nranks-1`` (compute, overhead) and ``nranks..2*nranks
 """
 from __future__ import annotations
 
-from ccmod.kernel.compiled import leaf, msg_in, msg_st, rank_st, scalars, timers
+from ccmod.kernel.compiled import leaf, msg_in, msg_st, per_msg, rank_st, scalars, timers
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import timer_set
 from ccmod.kernel.rawbuf import as_i32
+from ccmod.kernel.state import FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET
 from ccmod.kernel.record import sig as _sig
 from ccmod.kernel.rules import rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_START,
@@ -84,14 +85,14 @@ def start_transfer(C, L, I, F, m, t, gap):
             return
     # the transfer of m begins (injection)
     F[G.t_start + m] = t
-    q = F[M.quiet + m]
+    q = F[M.quiet + per_msg(M, FC_QUIET, m)]
     _sig(C, L, t, SG_COMMCOST, I[M.okey + m], 0, 0, 0, q)
     if as_i32(I)[M.unshared + m] or q <= 0.0 or not has_route:
         arm_msg_timer(I, F, m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
         rule_start(C, L, I, F, m, t, q)
     else:
-        arm_msg_timer(I, F, m, EV_LAT_END, t + F[M.latency + m])
+        arm_msg_timer(I, F, m, EV_LAT_END, t + F[M.latency + per_msg(M, FC_LATENCY, m)])
 
 
 @leaf
@@ -100,7 +101,7 @@ def am_arrived(I, F, m, t):
     M = msg_in(I)
     R = rank_st(I)
     d = as_i32(I)[M.dst + m]
-    h = F[M.handler_s + m]
+    h = F[M.handler_s + per_msg(M, FC_HANDLER, m)]
     start = max(t, F[R.hfree + d])
     end = start + h
     F[R.hfree + d] = end
@@ -171,7 +172,7 @@ def wait_on(C, I, F, r, m, side):
             return False
         as_i32(I)[G.send_waiter + m] = r
     else:
-        F[R.ovh_due + r] += F[M.o_recv + m]   # paid once the receive completes
+        F[R.ovh_due + r] += F[M.o_recv + per_msg(M, FC_O_RECV, m)]   # paid once received
         if F[G.t_end + m] < INF:
             return False
         as_i32(I)[G.recv_waiter + m] = r

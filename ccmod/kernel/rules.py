@@ -19,10 +19,10 @@ from numba.extending import overload
 from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
                                      cc_set_free, cc_start)
 from ccmod.kernel.codes import SG_MSGSTART
-from ccmod.kernel.compiled import cc_state, kernel_jit, mm_state, msg_in, msg_st
+from ccmod.kernel.compiled import cc_state, kernel_jit, mm_state, msg_in, msg_st, per_msg
 from ccmod.kernel.maxmin import F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve, mm_start
 from ccmod.kernel.record import log_load, sig
-from ccmod.kernel.state import MmConfig
+from ccmod.kernel.state import FC_FLOW_CAP, MmConfig
 
 INF = float("inf")
 
@@ -73,7 +73,7 @@ def _cc_set_free(C, I, F, r, t, free):
 def _mm_start(C, L, I, F, m, t, work):
     M = msg_in(I)
     sig(C, L, t, SG_MSGSTART, I[M.okey + m], 0, 0, 0, 0.0)
-    mm_start(I, F, m, t, work, F[M.flow_cap + m])
+    mm_start(I, F, m, t, work, F[M.flow_cap + per_msg(M, FC_FLOW_CAP, m)])
     if C.record:
         log_route(L, I, m, t, mm_state(I).count)
 

@@ -303,7 +303,8 @@ class Slots:
         rr = np.zeros(S * H, np.int64)
         f = {a: ("f" if a in ("quiet", "latency", "o_send", "o_recv", "handler_s") else
                  "j" if a in ("src", "dst", "kind") else "i", S, 0) for a, _ in INPUTS}
-        f.update(unshared=("j", S, 0), eager=("j", S, 0), flow_cap=("f", S, INF))
+        f.update(unshared=("j", S, 0), eager=("j", S, 0), flow_cap=("f", S, INF),
+                 fconst=("v", 0))
         f.update(nmsg=("v", self.nmsg), route_ptr=("i", S + 1, rp), route_res=("i", S * H, 0),
                  route_end=("i", S, rp[:-1]), okey=("i", S, -1))
         return f, rp, rr

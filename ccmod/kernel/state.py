@@ -14,7 +14,8 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
             its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.kernel.window`):
             the loop then pauses there instead of finishing the rank. A whole program has
             ``rank_end = rank_ptr[1:]`` and ``more`` all 0 (:func:`whole_program`).
-``MsgIn``   per-message inputs (compile time) and per-node NIC gap. A message's index
+``MsgIn``   per-message inputs (compile time) and per-node NIC gap (a float input the
+            same for every message held once: ``fconst``, :data:`CONST_INPUTS`). A message's index
             ``m`` is its *slot*: the message id in a whole-program run; under streaming
             (:mod:`ccmod.kernel.slots`) slots are recycled and ``okey[m]`` is the message
             id, the order every tie between messages is broken by. Message m's route is
@@ -60,7 +61,13 @@ Program = namedtuple("Program", "nranks rank_ptr op dur rec_msg wait_msg wait_si
                                 "wa_msg wa_side rank_end more")
 MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv unshared kind "
                             "handler_s flow_cap eager route_ptr route_res node_of_rank gap_s "
-                            "route_end okey")
+                            "route_end okey fconst")
+#: float message inputs that a whole-program run holds once when every message has the
+#: same value (bit for bit): their bit in ``MsgIn.fconst`` (a plain value) says so, and
+#: the kernel reads element 0 for every message (:func:`ccmod.kernel.compiled.per_msg`)
+CONST_INPUTS = {"quiet": 1, "latency": 2, "o_send": 4, "o_recv": 8, "handler_s": 16,
+                "flow_cap": 32}
+FC_QUIET, FC_LATENCY, FC_O_SEND, FC_O_RECV, FC_HANDLER, FC_FLOW_CAP = CONST_INPUTS.values()
 RankSt = namedtuple("RankSt", "nranks nready pc pending block_state t_block finish comp_end "
                               "comp_start comp_state hfree handler_tot h_inside paid_pc "
                               "ovh_due state_s barrier ready")
@@ -165,7 +172,7 @@ class Arena:
 
     def alloc(self, release=None, sparse=None):
         """The buffers, initialised: ``(I, F)``. ``release()``, if given, is called each
-        time inputs of 32 MB in all have been let go (the engine gives the C heap's free
+        time inputs of 4 MB in all have been let go (the engine gives the C heap's free
         pages back: freed inputs would otherwise stay resident under the new buffers).
         ``sparse``: ``{struct name: field names}`` kept in small pages (:data:`SPARSE`)."""
         bufs = {"i": np.zeros(max(self.size["i"], 1), np.int64),
@@ -200,7 +207,9 @@ class Arena:
                 bufs[kind][off:off + n] = init
             del init
             dropped += size
-            if release is not None and dropped >= 32 << 20:
+            # often: what is not given back yet sits under the pages being filled (at
+            # 32 MB, ~10 bytes per record more of a run's peak at 1M records)
+            if release is not None and dropped >= 4 << 20:
                 release()
                 dropped = 0
         return bufs["i"], bufs["f"]
