@@ -387,9 +387,9 @@ class Engine:
             # the same in any slot order)
             fc = 0
             for name, bit in ks.CONST_INPUTS.items():
-                kind, n, init = fields[name][:3]
+                _, size, init = fields[name][:3]
                 one = ks._constant(init, "f")
-                if n > 1 and not isinstance(one, np.ndarray):
+                if size > 1 and not isinstance(one, np.ndarray):
                     fields[name] = ("f", 1, one)
                     fc |= bit
             fields["fconst"] = ("v", fc)
