@@ -161,6 +161,32 @@ def test_incremental_matching_gives_the_static_ids(name, trace, dense, monkeypat
     assert np.array_equal(got[am], M0 + 2 * np.arange(len(am)))
 
 
+def test_incremental_matching_with_more_ranks_than_a_packed_channel_key_holds():
+    """Past 46,341 ranks a rank pair times 2^32 overflows 64 bits: the hashed channels
+    are keyed by the pair alone, its tags chained (a key that went negative read as an
+    empty bucket, and every send stayed unmatched)."""
+    from ccmod.compile import match_messages
+    from ccmod.kernel.matcher import Matcher
+    n = 50_000
+    b = WorkloadBuilder(n)
+    for s, d, tag in ((n - 1, n - 2, 5), (n - 1, n - 2, 9), (n - 2, n - 1, 5), (1, n - 1, 0)):
+        b.send(s, d, 8, tag=tag)
+    for s, d, tag in ((n - 1, n - 2, 9), (n - 1, n - 2, 5), (n - 2, n - 1, 5), (1, n - 1, 0)):
+        b.recv(d, s, tag=tag)
+    w = b.build()
+    send_rec, recv_rec = match_messages(w)
+    m = Matcher(w, channels=2, scan=1)
+    assert not m.nch[1]                      # the hash, not the dense pair table
+    rp = np.asarray(w.rank_ptr)
+    got = np.full(w.nrecords, -1, np.int64)
+    for r in reversed(range(n)):
+        if rp[r + 1] > rp[r]:
+            got[rp[r]:rp[r + 1]] = m.ids(r, int(rp[r]), int(rp[r + 1]))
+    m.finish()
+    assert np.array_equal(got[send_rec], np.arange(len(send_rec)))
+    assert np.array_equal(got[recv_rec], np.arange(len(send_rec)))
+
+
 def test_streamed_matching_errors_are_one_clear_line():
     b = WorkloadBuilder(2)
     b.send(0, 1, 8, tag=1)

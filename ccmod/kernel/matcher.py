@@ -33,11 +33,6 @@ DENSE_PAIRS = 1 << 22
 E_PEER, E_UNMATCHED, E_TRUNC, E_NEGSIZE = 1, 2, 3, 4
 
 
-@njit(cache=True)
-def _key(src, dst, tag, n):
-    return ((src * n + dst) << 32) | (tag & 0xFFFFFFFF)
-
-
 @njit(cache=True, _nrt=False)
 def _push(head, tail, nxt, qid, qrec, qnb, free, c, mid, g, nb):
     """Queue send ``mid`` (record g, ``nb`` bytes) on channel c; False when the pool is
@@ -60,7 +55,7 @@ def _push(head, tail, nxt, qid, qrec, qnb, free, c, mid, g, nb):
 
 @njit(cache=True, _nrt=False)
 def _home(key, mask):
-    """Home bucket of a channel key: its pair (high half) and tag (low half) spread."""
+    """Home bucket of a rank pair's key (its high and low halves spread)."""
     h = (key >> 32) * 1000003 + (key & 0xFFFFFFFF)
     return (h ^ (h >> 17)) & mask
 
@@ -70,36 +65,37 @@ def _channel(hkey, hval, pfirst, ctag, cnext, nch, s, d, tag, n):
     """Channel id of (s, d, tag), numbered as first seen; an id past the channel arrays
     is not registered (the caller returns GROW, then asks again).
 
-    ``pfirst, ctag, cnext, nch``: with ``nch[1]`` set (n^2 small enough) a dense per-pair
-    list of the pair's tags' channels (a few array reads); else ``hkey``/``hval``, an
-    open-addressing hash of the keys (twice the channel arrays' size: at most half full).
+    ``pfirst, ctag, cnext, nch``: a rank pair's channels (one per tag seen) form a list
+    through ``cnext``; its first one is found, with ``nch[1]`` set (n^2 small enough), in
+    a dense per-pair table, else in ``hkey``/``hval``, an open-addressing hash keyed by
+    the pair ``s * n + d`` (below 2^62 for any rank count the kernel takes, so never the
+    empty mark -1; twice the channel arrays' size: at most half full).
     The matcher's functions take no typed container and manage no reference counts
     (``_nrt=False``): numba's per-call reference counting of ~20 array arguments was
     ~3/4 of the matcher's time.
     """
+    p = s * n + d
+    i = 0
     if nch[1]:
-        p = s * n + d
         c = pfirst[p]
-        while c >= 0:
-            if ctag[c] == tag:
-                return c
-            c = cnext[c]
-        c = nch[0]
-        if c < ctag.shape[0]:
-            nch[0] = c + 1
-            ctag[c] = tag
-            cnext[c] = pfirst[p]
-            pfirst[p] = c
-        return c
-    key = _key(s, d, tag, n)
-    i = find(hkey, key, _home)
-    if hkey[i] >= 0:
-        return hval[i]
+    else:
+        i = find(hkey, p, _home)
+        c = hval[i] if hkey[i] >= 0 else -1
+    first = c
+    while c >= 0:
+        if ctag[c] == tag:
+            return c
+        c = cnext[c]
     c = nch[0]
     if c < ctag.shape[0]:
         nch[0] = c + 1
-        hkey[i] = key
-        hval[i] = c
+        ctag[c] = tag
+        cnext[c] = first
+        if nch[1]:
+            pfirst[p] = c
+        else:
+            hkey[i] = p
+            hval[i] = c
     return c
 
 
