@@ -24,7 +24,7 @@ from numba import njit
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND
-from ccmod.kernel.ohash import find, rehash, table_size
+from ccmod.kernel.ohash import find, rehash, resized, table_size
 
 #: _match return codes besides 0 (done) and -(g + 1) (an error at record g)
 GROW, NEED = 1, 2
@@ -244,6 +244,7 @@ class Matcher:
         dense = n * n <= DENSE_PAIRS
         self.nch = np.array([0, int(dense)], np.int64)
         self.pair_first = np.full(n * n if dense else 1, -1, np.int64)
+        self.hkey, self.hval = np.full(0, -1, np.int64), np.zeros(0, np.int64)
         self._alloc_channels(channels)
         self.nxt = np.zeros(0, np.int64)
         self.qid = np.zeros(0, np.int64)
@@ -274,14 +275,9 @@ class Matcher:
             grown.append(a)
         self.head, self.tail, self.ctag, self.cnext = grown
         self.ct = (self.pair_first, self.ctag, self.cnext, self.nch)
-        # the hash of channel keys (past the dense table's size): twice k, a power of two
-        size = 1 if self.nch[1] else table_size(k)
-        old = getattr(self, "hkey", None)
-        if old is None or len(old) != size:
-            hkey, hval = np.full(size, -1, np.int64), np.zeros(size, np.int64)
-            if old is not None:
-                _rehash(old, self.hval, hkey, hval)
-            self.hkey, self.hval = hkey, hval
+        # the hash of rank pairs (past the dense table's size): twice k, a power of two
+        self.hkey, self.hval = resized(self.hkey, self.hval,
+                                       1 if self.nch[1] else table_size(k), _rehash)
 
     def _grow_pool(self, k):
         old = len(self.nxt)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from numba import njit
 
+import numpy as np
+
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 
 #: the low bits of a key :func:`mix36` spreads (x * 0x45D9F3B stays below 2^63)
@@ -83,3 +85,14 @@ def table_size(entries: int) -> int:
     """Buckets for up to ``entries`` keys: a power of two at least twice as many (at
     most half full, short probe runs)."""
     return 1 << max(int(2 * entries - 1).bit_length(), 1)
+
+
+def resized(hkey, hval, buckets: int, rehash_fn):
+    """The table ``(hkey, hval)`` with ``buckets`` buckets: the same arrays when that is
+    their size already, else new ones holding their entries (``rehash_fn``: the table's
+    compiled wrapper of :func:`rehash`, which knows its ``home``)."""
+    if buckets == len(hkey):
+        return hkey, hval
+    nkey, nval = np.full(buckets, -1, np.int64), np.zeros(buckets, np.int64)
+    rehash_fn(hkey, hval, nkey, nval)
+    return nkey, nval

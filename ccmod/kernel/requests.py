@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
-from ccmod.kernel.ohash import find, mix36, rehash, remove, table_size
+from ccmod.kernel.ohash import find, mix36, rehash, remove, resized, table_size
 
 #: ``ent`` columns
 E_KEY, E_VAL, E_NEXT, E_PREV = 0, 1, 2, 3
@@ -176,8 +176,4 @@ class Outstanding:
         ent[cap - 1, E_NEXT] = self.st[S_FREE]
         self.st[S_FREE] = old
         self.ent = ent
-        size = table_size(cap)
-        if size != len(self.hkey):
-            hkey, hval = np.full(size, -1, np.int64), np.zeros(size, np.int64)
-            _rehash(self.hkey, self.hval, hkey, hval)
-            self.hkey, self.hval = hkey, hval
+        self.hkey, self.hval = resized(self.hkey, self.hval, table_size(cap), _rehash)

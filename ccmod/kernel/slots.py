@@ -33,7 +33,7 @@ from numba import njit
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_AMREQUEST, OP_IRECV, OP_ISEND
 from ccmod.kernel.codes import K_NRET
-from ccmod.kernel.ohash import find, mix36, rehash, remove, table_size
+from ccmod.kernel.ohash import find, mix36, rehash, remove, resized, table_size
 
 INF = np.inf
 #: slots a streamed run starts with (doubled when they run out)
@@ -328,11 +328,7 @@ class Slots:
         self.live, self.tag = live, tag
         self.S = S_new
         # the id table: a power of two at least twice the slots (at most half full)
-        size = table_size(S_new)
-        if size != len(self.hkey):
-            hkey, hval = np.full(size, -1, np.int64), np.zeros(size, np.int64)
-            _rehash(self.hkey, self.hval, hkey, hval)
-            self.hkey, self.hval = hkey, hval
+        self.hkey, self.hval = resized(self.hkey, self.hval, table_size(S_new), _rehash)
 
     def _grow(self, S_new=None):
         """Lay the engine's state out again (more slots and/or larger segments)."""
