@@ -107,13 +107,13 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     # result only summarises never holds them
     messages = LazyFrame({
         "msg_id": Derived(_msg_ids, M), "src": src, "dst": dst,
-        "tag": msgs.tag, "nbytes": msgs.nbytes,
+        "tag": Derived(np.ascontiguousarray, msgs.tag), "nbytes": msgs.nbytes,
         "t_post_s": Derived(_t_post, M, t_post_send, t_post_recv),
         "t_post_send_s": t_post_send, "t_post_recv_s": t_post_recv, "t_start_s": t_start,
         "t_end_s": t_end, "quiet_s": quiet,
         "slowdown": Derived(_slowdown, t_start, t_end, msgs.quiet_s),
         "bottleneck": bott, "bottleneck_name": Derived(_bottleneck_names, names, bott),
-        "hops": msgs.hops})
+        "hops": Derived(np.ascontiguousarray, msgs.hops)})
     makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
     ranks = ranks_table(engine, w.nranks, node_of_rank)
     # per-resource summary: messages and bytes (above), contention from the change log
