@@ -27,9 +27,14 @@ def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_s
     from ccmod.workloads.base import Workload
     if isinstance(trace, Workload):
         return trace
+    from ccmod.engine import release_free_heap
     from ccmod.workloads import read_workload
-    return read_workload(trace, fmt, compute_rate=compute_rate, compute_scale=compute_scale,
-                         collectives=collectives)
+    w = read_workload(trace, fmt, compute_rate=compute_rate, compute_scale=compute_scale,
+                      collectives=collectives)
+    # the reader's temporaries (the file's text, the parse's blocks) were freed into the C
+    # heap, which keeps them resident under everything the run allocates next
+    release_free_heap()
+    return w
 
 
 def run_view(w, matching: bool = False):
