@@ -225,6 +225,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     # the matched records' indices: only compile_messages' own errors read them (16 bytes
     # per message less under the kernel's state)
     msgs.send_rec = msgs.recv_rec = None
+    from ccmod.engine import release_free_heap
+    release_free_heap()     # the matching's and the costs' temporaries, before the set-up
     cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 
