@@ -27,9 +27,14 @@ def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_s
     from ccmod.workloads.base import Workload
     if isinstance(trace, Workload):
         return trace
+    from ccmod.engine import release_free_heap
     from ccmod.workloads import read_workload
-    return read_workload(trace, fmt, compute_rate=compute_rate, compute_scale=compute_scale,
-                         collectives=collectives)
+    w = read_workload(trace, fmt, compute_rate=compute_rate, compute_scale=compute_scale,
+                      collectives=collectives)
+    # the reader's temporaries (the file's text, the parse's blocks) were freed into the C
+    # heap, which keeps them resident under everything the run allocates next
+    release_free_heap()
+    return w
 
 
 def run_view(w, matching: bool = False):
@@ -101,9 +106,12 @@ class RankLines:
         off = np.zeros(len(starts), np.int64)
         off[full] = np.asarray(line[starts[full]], np.int64) - starts[full]
         for a in range(0, n, 1 << 16):        # in slices: small temporaries
-            i = np.arange(a, min(n, a + (1 << 16)))
-            rank = np.searchsorted(rp, i, side="right") - 1
-            if (np.asarray(line[a:a + len(i)], np.int64) - i != off[rank]).any():
+            b = min(n, a + (1 << 16))
+            # the ranks that hold records a..b-1, and how many of those each holds
+            r0, r1 = np.searchsorted(rp, [a, b - 1], side="right") - 1
+            each = np.diff(np.clip(rp[r0:r1 + 2], a, b))
+            if (np.asarray(line[a:b], np.int64) - np.arange(a, b) !=
+                    np.repeat(off[r0:r1 + 1], each)).any():
                 return None
         return cls(rp, off, n)
 
@@ -217,6 +225,8 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     # the matched records' indices: only compile_messages' own errors read them (16 bytes
     # per message less under the kernel's state)
     msgs.send_rec = msgs.recv_rec = None
+    from ccmod.engine import release_free_heap
+    release_free_heap()     # the matching's and the costs' temporaries, before the set-up
     cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 

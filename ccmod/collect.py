@@ -40,50 +40,80 @@ def _whole_quiet(msgs):
     return q
 
 
+def _resource_counts(route_ptr, route_res, nbytes, nres, chunk=1 << 18):
+    """Messages and bytes per resource, ``chunk`` messages at a time: the per-hop
+    temporaries (each route entry weighing its message's bytes, the ids as intp) stay a
+    few MB instead of ~20 bytes per record at the run's peak. The byte sums are sums of
+    integers (exact in a double below 2^53), the same in any grouping."""
+    rp = np.asarray(route_ptr)
+    M = len(rp) - 1
+    n_msgs, n_bytes = np.zeros(nres, np.int64), np.zeros(nres)
+    for a in range(0, max(M, 0), chunk):
+        b = min(a + chunk, M)
+        res = route_res[rp[a]:rp[b]]
+        n_msgs += np.bincount(res, minlength=nres)
+        n_bytes += np.bincount(res, weights=np.repeat(
+            np.asarray(nbytes[a:b], np.float64), np.diff(rp[a:b + 1])), minlength=nres)
+    return n_msgs, n_bytes
+
+
+def _msg_ids(M):
+    return np.arange(M, dtype=np.int64)
+
+
+def _t_post(M, t_post_send, t_post_recv):
+    return np.minimum(t_post_send, t_post_recv) if M else np.zeros(0)
+
+
+def _slowdown(t_start, t_end, quiet):
+    """Span / quiet where quiet > 0, else 1, computed in place (no per-message temporaries)."""
+    slowdown = np.subtract(t_end, t_start)
+    pos = quiet > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(slowdown, quiet, out=slowdown, where=pos)
+    slowdown[~pos] = 1.0
+    return slowdown
+
+
+def _bottleneck_names(names, bott):
+    return names[np.where(bott >= 0, bott, -1)]
+
+
 def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: float,
             options: dict):
     """Build the result tables (vectorised)."""
     from ccmod.linkrate import link_utilisation
-    from ccmod.result import DEFAULT_PACKET_SIZE, LazyFrame, Routes, RunResult
+    from ccmod.result import DEFAULT_PACKET_SIZE, Derived, LazyFrame, Routes, RunResult
 
     from ccmod.engine import message_column
     w = engine.w
     release = getattr(engine, "release_scratch", None)
     if release is not None:
         release()        # the kernel's scratch state, before the tables below are made
+    M = len(msgs.nbytes)
+    # per-resource message and byte counts first, from the run's own routes
+    nres = network.nresources
+    n_msgs, n_bytes = _resource_counts(msgs.route_ptr, msgs.route_res, msgs.nbytes, nres)
     # the run's int64 views of these, narrowed again to compile_messages' dtypes
     src, dst, route_res = (message_column(msgs, c) for c in ("src", "dst", "route_res"))
-    M = len(msgs.nbytes)
-    # per-resource message and byte counts first: their per-hop temporaries are freed
-    # before the message table's columns are made, which then reuse that memory
-    nres = network.nresources
-    res = route_res
-    n_msgs = np.bincount(res, minlength=nres)
-    # each route entry weighs its message's bytes (fewer per-hop temporaries than indexing)
-    n_bytes = np.bincount(res, weights=np.repeat(msgs.nbytes.astype(np.float64),
-                                                 np.diff(msgs.route_ptr)), minlength=nres)
-    del res
-    t_post = np.minimum(np.asarray(engine.t_post_send), np.asarray(engine.t_post_recv)) if M \
-        else np.zeros(0)
+    t_post_send = np.asarray(engine.t_post_send, float)
+    t_post_recv = np.asarray(engine.t_post_recv, float)
     t_start = np.asarray(engine.t_start, float)
     t_end = np.asarray(engine.t_end, float)
-    # span / quiet where quiet > 0, else 1, computed in place (no per-message temporaries)
-    slowdown = np.subtract(t_end, t_start)
-    pos = msgs.quiet_s > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.divide(slowdown, msgs.quiet_s, out=slowdown, where=pos)
-    slowdown[~pos] = 1.0
-    del pos
+    quiet = _whole_quiet(msgs)
     bott = engine.bott
     names = resource_names(network)
+    # the columns computed from others are made when first read (Derived): a run whose
+    # result only summarises never holds them
     messages = LazyFrame({
-        "msg_id": np.arange(M, dtype=np.int64), "src": src, "dst": dst,
-        "tag": msgs.tag, "nbytes": msgs.nbytes, "t_post_s": t_post,
-        "t_post_send_s": np.asarray(engine.t_post_send, float),
-        "t_post_recv_s": np.asarray(engine.t_post_recv, float), "t_start_s": t_start,
-        "t_end_s": t_end, "quiet_s": _whole_quiet(msgs), "slowdown": slowdown,
-        "bottleneck": bott, "bottleneck_name": names[np.where(bott >= 0, bott, -1)],
-        "hops": msgs.hops})
+        "msg_id": Derived(_msg_ids, M), "src": src, "dst": dst,
+        "tag": Derived(np.ascontiguousarray, msgs.tag), "nbytes": msgs.nbytes,
+        "t_post_s": Derived(_t_post, M, t_post_send, t_post_recv),
+        "t_post_send_s": t_post_send, "t_post_recv_s": t_post_recv, "t_start_s": t_start,
+        "t_end_s": t_end, "quiet_s": quiet,
+        "slowdown": Derived(_slowdown, t_start, t_end, msgs.quiet_s),
+        "bottleneck": bott, "bottleneck_name": Derived(_bottleneck_names, names, bott),
+        "hops": Derived(np.ascontiguousarray, msgs.hops)})
     makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
     ranks = ranks_table(engine, w.nranks, node_of_rank)
     # per-resource summary: messages and bytes (above), contention from the change log

@@ -7,6 +7,7 @@ posted. Routes are compiled once per distinct (src node, dst node) pair.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,7 +55,19 @@ def untouched_zeros(n, dtype=np.float64):
     dt = np.dtype(dtype)
     if n * dt.itemsize < 1 << 20:
         return np.zeros(n, dt)
-    return np.frombuffer(mmap.mmap(-1, n * dt.itemsize), dt)
+    a = np.frombuffer(mmap.mmap(-1, n * dt.itemsize), dt)
+    _UNTOUCHED[id(a)] = a
+    return a
+
+
+#: the arrays :func:`untouched_zeros` made (by id, while they live)
+_UNTOUCHED = weakref.WeakValueDictionary()
+
+
+def is_untouched_zeros(a) -> bool:
+    """Whether ``a`` is an array :func:`untouched_zeros` made: all zeros, known without
+    reading it (reading maps a page at a time: ~7 ms per 500k floats in page faults)."""
+    return _UNTOUCHED.get(id(a)) is a
 
 
 def _rank_of_records(w: Workload) -> np.ndarray:
@@ -309,11 +322,27 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     o_send, o_recv = c["o_send"], c["o_recv"]
     gap = np.full(int(network.nnodes), float(getattr(network.cost, "gap_s", 0.0)))
     notes = notes.notes()
-    return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst, tag=tag,
+    return Messages(send_rec=send_rec, recv_rec=recv_rec, src=src, dst=dst, tag=held_once(tag),
                     nbytes=nbytes, rec_msg=rec_msg, route_ptr=route_ptr, route_res=route_res,
                     quiet_s=quiet, latency_s=latency, flow_cap_Bps=cap, intra=intra,
-                    hops=hops.astype(np.int32), kind=kind, handler_s=handler_s, notes=notes,
+                    hops=hops.astype(np.int32, copy=False), kind=kind, handler_s=handler_s, notes=notes,
                     same_node=same, o_send_s=o_send, o_recv_s=o_recv, gap_s=gap)
+
+
+def held_once(a, min_size=1 << 16):
+    """``a``, or when its values are all the same (bit for bit) a read-only view that
+    repeats one copy of it (stride 0), as :func:`per_message` gives: a star's latency,
+    no rate cap, no intra-node message, a single tag, every route's hops are one value
+    each, held once instead of once per message until the engine holds them as scalars
+    (8 bytes per message each, at the set-up's peak)."""
+    if not (isinstance(a, np.ndarray) and a.ndim == 1 and a.size >= min_size and
+            a.dtype.itemsize in (1, 4, 8) and a.strides[0]):
+        return a
+    bits = a.view({1: np.int8, 4: np.int32, 8: np.int64}[a.dtype.itemsize]) \
+        if a.flags.c_contiguous else a
+    if (bits[:64] != bits[0]).any() or not (bits == bits[0]).all():
+        return a
+    return np.broadcast_to(a[:1].copy(), a.shape)
 
 
 def per_message(column, pinv):
@@ -467,8 +496,10 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
     ok &= quiet < np.inf
     bad = np.flatnonzero(~ok) if not ok.all() else ()
     del ok
-    return dict(route_ptr=route_ptr, route_res=route_res, hops=hops.astype(np.int32),
-                quiet=quiet, latency=latency, cap=cap, intra=intra, same=same,
+    return dict(route_ptr=route_ptr, route_res=route_res,
+                hops=held_once(hops.astype(np.int32, copy=False)), quiet=quiet,
+                latency=held_once(latency), cap=held_once(cap), intra=held_once(intra),
+                same=held_once(same),
                 o_send=o_send, o_recv=o_recv, fast=fast_stats,
                 over=(int((far > hi).sum()) if hi is not None and len(far) else 0,
                       int(np.max(far)) if len(far) else 0),

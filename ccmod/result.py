@@ -21,12 +21,31 @@ DEFAULT_PACKET_SIZE = 1500
 TABLES = ("ranks", "messages", "links", "rank_states", "link_load", "resources", "signals")
 
 
+class Derived:
+    """A column computed from others when it is first read: ``fn(*args)``.
+
+    ``fn`` is a module-level function (results stay picklable); ``args`` are arrays the
+    table holds anyway (its other columns), so a column no one reads takes no memory
+    (the messages table's ids, slowdowns and bottleneck names: ~16 bytes per record of a
+    run's peak that writes no outputs, at one message per two records)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, *args):
+        self.fn = fn
+        self.args = args
+
+    def __call__(self):
+        return self.fn(*self.args)
+
+
 class LazyFrame:
     """A result table held as numpy columns until its DataFrame is first asked for.
 
     ``ccmod run`` (summary, ``--json``) reads a few columns only: without this every run
     imported pandas (~0.5 s of start-up). ``make(columns)``, a module-level function
     (results stay picklable), builds the DataFrame; by default ``pd.DataFrame(columns)``.
+    A column may be :class:`Derived`: computed (and kept) when first read.
     """
 
     __slots__ = ("columns", "make")
@@ -36,9 +55,21 @@ class LazyFrame:
         self.make = make
 
     def __len__(self) -> int:
-        return len(next(iter(self.columns.values()))) if self.columns else 0
+        for v in self.columns.values():
+            if not isinstance(v, Derived):
+                return len(v)
+        return len(self.get(next(iter(self.columns)))) if self.columns else 0
+
+    def get(self, name: str):
+        """Column ``name`` (a :class:`Derived` one computed now, and kept)."""
+        v = self.columns[name]
+        if isinstance(v, Derived):
+            v = self.columns[name] = v()
+        return v
 
     def frame(self):
+        for name in list(self.columns):
+            self.get(name)
         if self.make is not None:
             return self.make(self.columns)
         import pandas as pd
@@ -143,7 +174,7 @@ class RunResult:
         """Column ``name`` of table ``table`` as an array, without building a DataFrame."""
         t = self.__dict__.get(table)
         if isinstance(t, LazyFrame):
-            return np.asarray(t.columns[name])
+            return np.asarray(t.get(name))
         return t[name].to_numpy()
 
     def table_len(self, table: str) -> int:

@@ -226,7 +226,10 @@ class WorkloadBuilder:
                     if o is not None:
                         a = a[o]
                 parts.append(a)
-            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+            out = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            # a chunk's constant column may be a broadcast value (read-only): the
+            # Workload's columns are arrays of their own
+            return out if out.flags.writeable else out.copy()
 
         rank = raw("rank", np.int64)
         nranks = self.nranks

@@ -96,6 +96,21 @@ def _grow(p, elem, seen, rank: int):
     return e2, s2
 
 
+def _fresh(shape, dtype):
+    """``np.empty(shape, dtype)`` in an anonymous mapping of its own (zeros, in fact).
+
+    The scan's columns are sized for the most records the file could hold and filled
+    from the start of each row, the side lists touched in part: numpy asks for
+    transparent huge pages on arrays of 4 MB or more, under which the first write to
+    each 2 MB makes all of it resident (~18 bytes per record of the read's peak at 1M
+    records). A plain mapping takes its pages one at a time, as they are written."""
+    import mmap
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if n < 1 << 20:
+        return np.empty(shape, dtype)
+    return np.frombuffer(mmap.mmap(-1, n), dtype).reshape(shape)
+
+
 def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
          block_bytes: int) -> None:
     """Parse one file's ``data`` (from :func:`ti_fast.to_bytes`) into TIParser ``p``,
@@ -111,15 +126,15 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
     block_rows = block_bytes // 8 + 2
     rows = min(n // 8 + 2, max(block_rows, COLUMN_ROWS))
     cols, base = None, rows
-    side = np.empty((11, min(rows, side_rows(block_bytes))), np.int64)
+    side = _fresh((11, min(rows, side_rows(block_bytes))), np.int64)
     elem, seen = _tables(p)
     dt_elem = _dt_elem()
     state = np.zeros(8, np.int64)
     pos, line0 = 0, 0
     while pos < n:
         if base + block_rows > rows:
-            cols = (np.empty((len(_COLS64), rows), np.int64),
-                    np.empty((len(_COLS32), rows), np.int32), np.empty(rows, np.float64))
+            cols = (_fresh((len(_COLS64), rows), np.int64),
+                    _fresh((len(_COLS32), rows), np.int32), _fresh(rows, np.float64))
             base = 0
         state[:] = 0
         state[tc.ST_POS], state[tc.ST_LINE] = pos, line0
@@ -210,7 +225,9 @@ def _flush(p, data, buf, fname, fid, untagged, all_lines, cols, base, side, stat
     lists = b.take_lists()
     kept = len(block["line"])
     block["op"] = block["op"].astype(np.int8)
-    block["req"] = np.full(kept, -1, np.int64)
-    block["file_id"] = np.full(kept, fid, np.int32)
+    # one value for every record of the block: broadcast (no memory until the builder
+    # concatenates the blocks, after the file's bytes and the scan's columns are gone)
+    block["req"] = np.broadcast_to(np.int64(-1), (kept,))
+    block["file_id"] = np.broadcast_to(np.int32(fid), (kept,))
     b.add_chunk(lists, block)
     return nrec if keep is None else 0
