@@ -106,9 +106,12 @@ class RankLines:
         off = np.zeros(len(starts), np.int64)
         off[full] = np.asarray(line[starts[full]], np.int64) - starts[full]
         for a in range(0, n, 1 << 16):        # in slices: small temporaries
-            i = np.arange(a, min(n, a + (1 << 16)))
-            rank = np.searchsorted(rp, i, side="right") - 1
-            if (np.asarray(line[a:a + len(i)], np.int64) - i != off[rank]).any():
+            b = min(n, a + (1 << 16))
+            # the ranks that hold records a..b-1, and how many of those each holds
+            r0, r1 = np.searchsorted(rp, [a, b - 1], side="right") - 1
+            each = np.diff(np.clip(rp[r0:r1 + 2], a, b))
+            if (np.asarray(line[a:b], np.int64) - np.arange(a, b) !=
+                    np.repeat(off[r0:r1 + 1], each)).any():
                 return None
         return cls(rp, off, n)
 

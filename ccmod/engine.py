@@ -295,10 +295,9 @@ class Engine:
             if M >= korder.ORDER_MIN_MESSAGES and n >= korder.ORDER_MIN_RANKS:
                 # the kernel's slots in execution order (kernel/order.py), ids as okey;
                 # the records' messages as slots (the run puts them back: _restore_order)
-                self._order = korder.plan(w.rank_ptr, self.P.rec_msg, msgs.kind, M)
-            if self._order is not None:
-                korder.renumber_waits(w.op, self.P.wait_msg, self.P.wa_ptr, self.P.wa_msg,
-                                      self._order)
+                P = self.P
+                self._order = korder.plan(P.rank_ptr, P.rec_msg, msgs.kind, M,
+                                          (P.op, P.wait_msg, P.wa_ptr, P.wa_msg))
         if bg_t_s is None:
             bg_t_s, bg_resource, bg_load = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
         order = np.argsort(np.asarray(bg_t_s, np.float64), kind="stable")

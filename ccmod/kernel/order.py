@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ccmod.codes import OP_WAIT
 from ccmod.jit import numba_startup
 
 numba_startup()     # before any compile or cache load (ccmod.jit)
@@ -37,27 +38,49 @@ ORDER_MIN_RANKS = 32
 
 
 @njit(cache=True, _nrt=False)
-def _walk(rank_ptr, by_len, rec_msg, kind, okey, first, back):
+def _order(mode, rank_ptr, by_len, rec_msg, kind, okey, first, op, wait_msg, wa_msg, nwa,
+           I, Fi, J, fields, ptr, res, tmp, h):
+    """The order's one compiled function (one cache load per process): :func:`plan`
+    (``mode`` 0) and :func:`restore` (1); the other mode's arrays are placeholders."""
+    if mode == 0:
+        return _plan(rank_ptr, by_len, rec_msg, kind, okey, first, op, wait_msg, wa_msg, nwa)
+    _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp, h)
+    return 0
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _plan(rank_ptr, by_len, rec_msg, kind, okey, first, op, wait_msg, wa_msg, nwa):
     """Number the messages in slots (``okey[slot]`` their ids) and renumber ``rec_msg``
-    (per record, a message id or -1) to slots, in place; returns the slots taken.
-    ``by_len``: the ranks, longest first; ``first``: zeros, one per message (the record
-    where the walk first met it, + 1). With ``back``, only ``rec_msg`` from slots to ids
-    (``okey`` read, nothing else)."""
-    if back:
-        for i in range(rec_msg.shape[0]):
-            s = rec_msg[i]
-            if s >= 0:
-                rec_msg[i] = okey[s]
-        return 0
+    (per record, a message id or -1) and the waits' messages to slots, in place; returns
+    the slots taken, or -1 (nothing changed) when the records are not one send and one
+    receive per message and one request per active-message pair. ``by_len``: the ranks,
+    longest first; ``first``: zeros, one per message (the record where the walk first met
+    it, + 1; then each id's slot)."""
+    M = okey.shape[0]
+    n0 = n1 = n2 = 0
+    for m in range(M):
+        k = kind[m]
+        if k == 0:
+            n0 += 1
+        elif k == 1:
+            n1 += 1
+        elif k == 2:
+            n2 += 1
+        else:
+            return -1
+    nrec = 0
+    for i in range(rec_msg.shape[0]):
+        if rec_msg[i] >= 0:
+            nrec += 1
+    if n1 != n2 or nrec != 2 * n0 + n1:
+        return -1
     nact = by_len.shape[0]
     s = 0
     p = 0
-    while True:
+    while nact > 0:
         # ranks with no record at position p drop off the end (longest first)
         while nact > 0 and rank_ptr[by_len[nact - 1] + 1] - rank_ptr[by_len[nact - 1]] <= p:
             nact -= 1
-        if nact == 0:
-            return s
         for j in range(nact):
             i = rank_ptr[by_len[j]] + p
             m = rec_msg[i]
@@ -77,50 +100,54 @@ def _walk(rank_ptr, by_len, rec_msg, kind, okey, first, back):
                 okey[s] = m + 1
                 s += 1
         p += 1
+    if s != M or (wait_msg.shape[0] != op.shape[0] and nwa == 0):
+        return s                         # (no waits: resolve_waits' placeholders)
+    for t in range(M):
+        first[okey[t]] = t
+    if wait_msg.shape[0] == op.shape[0]:
+        for i in range(op.shape[0]):
+            if op[i] == OP_WAIT and wait_msg[i] >= 0:
+                wait_msg[i] = first[wait_msg[i]]
+    for e in range(nwa):
+        wa_msg[e] = first[wa_msg[e]]
+    return s
 
 
-def plan(rank_ptr, rec_msg, kind, M):
+_I64 = np.zeros(1, np.int64)
+_I32 = np.zeros(1, np.int32)
+_I8 = np.zeros(1, np.int8)
+
+
+def plan(rank_ptr, rec_msg, kind, M, waits=None):
     """Slots for ``M`` messages in execution order: ``okey`` (int64, slot -> id), with
-    ``rec_msg`` (int32, per record) renumbered to slots in place; None (nothing changed)
-    when the records are not one send and one receive per message (and one request per
-    active-message pair), as :func:`ccmod.compile.compile_messages` makes them."""
+    ``rec_msg`` (int32, per record) renumbered to slots in place, and the waits
+    (``(op, wait_msg, wa_ptr, wa_msg)`` of :func:`ccmod.kernel.waits.resolve_waits`, if
+    given) too; None (nothing changed) when the records are not one send and one receive
+    per message (and one request per active-message pair), as
+    :func:`ccmod.compile.compile_messages` makes them."""
     rp = np.asarray(rank_ptr, np.int64)
     kind = np.zeros(M, np.int8) if kind is None or len(kind) != M else \
         np.asarray(kind, np.int8)
     if M == 0 or len(rp) < 2 or rec_msg.dtype != np.int32:
         return None
-    nk = np.bincount(kind, minlength=3)
-    if nk[1] != nk[2] or np.count_nonzero(rec_msg >= 0) != 2 * nk[0] + nk[1]:
-        return None
+    op, wait_msg, wa_ptr, wa_msg = waits if waits is not None else (_I8, _I64, _I64, _I64)
+    nwa = int(wa_ptr[-1]) if len(wa_ptr) else 0
     by_len = np.argsort(-np.diff(rp), kind="stable")
     okey = np.empty(M, np.int64)
-    first = np.zeros(M, np.int64)
-    taken = _walk(rp, by_len, rec_msg, kind, okey, first, False)
+    taken = _order(0, rp, by_len, rec_msg, kind, okey, np.zeros(M, np.int64),
+                   op, wait_msg, wa_msg, nwa,      # written in place: as they are
+                   _I64, _I64, _I32, _I64, _I64, _I64, _I64, 0)
+    if taken < 0:
+        return None
     if taken != M:
         raise AssertionError(f"{taken} slots for {M} messages")
     return okey
 
 
 def renumber_back(rec_msg, okey):
-    """``rec_msg`` from slots back to ids, in place."""
-    z = np.zeros(1, np.int64)
-    _walk(z, z, rec_msg, np.zeros(1, np.int8), okey, z, True)
-
-
-def renumber_waits(op, wait_msg, wa_ptr, wa_msg, okey):
-    """The waits' messages as slots (in place): ``wait_msg`` at wait records (at waitall
-    records it is a list's number) and the lists' entries."""
-    from ccmod.codes import OP_WAIT
-    k = int(wa_ptr[-1]) if len(wa_ptr) else 0
-    if len(wait_msg) != len(op) and not k:
-        return                       # no waits (resolve_waits' placeholders)
-    inv = np.empty(len(okey), np.int64)
-    inv[okey] = np.arange(len(okey))
-    w = np.flatnonzero(np.asarray(op) == OP_WAIT)
-    if len(w) and len(wait_msg) == len(op):
-        wait_msg[w] = inv[wait_msg[w]]
-    if k:
-        wa_msg[:k] = inv[wa_msg[:k]]
+    """``rec_msg`` from slots back to ids, in place (the waits are the caller's to drop)."""
+    s = rec_msg >= 0
+    rec_msg[s] = okey[rec_msg[s]]
 
 
 class Gathered:
@@ -176,11 +203,12 @@ def gather_routes(route_ptr, route_res, okey):
     return ptr, np.asarray(route_res)[src]
 
 
-@njit(cache=True, _nrt=False)
-def _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp):
+@njit(cache=True, _nrt=False, inline="always")
+def _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp, h):
     """:func:`restore` compiled: ``fields`` holds (buffer, offset) pairs, buffer 0 for
     ``I``, 1 for ``Fi`` (the float buffer's words, moved as they are), 2 for ``J`` (the
-    int32 elements of ``I``); ``tmp`` has room for ``len(okey) + 1 + len(res)`` words."""
+    int32 elements of ``I``); ``tmp`` has room for ``len(okey) + 1 + len(res)`` words;
+    ``h`` > 0: every route has ``h`` hops (``ptr`` then stays as it is)."""
     M = okey.shape[0]
     for f in range(fields.shape[0] // 2):
         o = fields[2 * f + 1]
@@ -195,21 +223,29 @@ def _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp):
             tmp[s] = buf[o + s]
         for s in range(M):
             buf[o + okey[s]] = tmp[s]
-    # the routes: each id's hops, their offsets, then every route's entries to its place
     E = res.shape[0]
-    tmp[0] = 0
-    for s in range(M):
-        tmp[okey[s] + 1] = ptr[s + 1] - ptr[s]
-    for k in range(M):
-        tmp[k + 1] += tmp[k]
-    for e in range(E):
-        tmp[M + 1 + e] = res[e]
-    for s in range(M):
-        d = tmp[okey[s]] - ptr[s]
-        for e in range(ptr[s], ptr[s + 1]):
-            res[d + e] = tmp[M + 1 + e]
-    for k in range(M + 1):
-        ptr[k] = tmp[k]
+    if h > 0:                        # rows of h entries: each slot's row to its id's
+        for e in range(E):
+            tmp[e] = res[e]
+        for s in range(M):
+            d = okey[s] * h
+            for e in range(h):
+                res[d + e] = tmp[s * h + e]
+    else:
+        # the routes: each id's hops, their offsets, then every route's entries to its place
+        tmp[0] = 0
+        for s in range(M):
+            tmp[okey[s] + 1] = ptr[s + 1] - ptr[s]
+        for k in range(M):
+            tmp[k + 1] += tmp[k]
+        for e in range(E):
+            tmp[M + 1 + e] = res[e]
+        for s in range(M):
+            d = tmp[okey[s]] - ptr[s]
+            for e in range(ptr[s], ptr[s + 1]):
+                res[d + e] = tmp[M + 1 + e]
+        for k in range(M + 1):
+            ptr[k] = tmp[k]
     for i in range(rec_msg.shape[0]):
         s = rec_msg[i]
         if s >= 0:
@@ -228,6 +264,8 @@ def restore(I, F, fields, okey, route_ptr, route_res, rec_msg):
     offs = np.array([o for _, o in fields], np.int64)
     pairs = np.empty(2 * len(fields), np.int64)
     pairs[0::2], pairs[1::2] = spec, offs
+    h = _uniform(route_ptr)
     tmp = np.empty(len(okey) + 1 + len(route_res), np.int64)
-    _restore(I, F.view(np.int64), I.view(np.int32), pairs, okey, route_ptr, route_res,
-             rec_msg, tmp)
+    _order(1, _I64, _I64, rec_msg, _I8, okey, _I64, _I8, _I64, _I64, 0,
+           I, F.view(np.int64), I.view(np.int32), pairs, route_ptr, route_res, tmp,
+           0 if h is None else h)

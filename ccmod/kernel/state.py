@@ -288,6 +288,10 @@ def _constant(init, kind):
     of a trace without them) not even that, so its pages are never touched."""
     if not isinstance(init, np.ndarray) or init.ndim != 1 or init.size < 2:
         return init
+    if init.nbytes >= 1 << 20:
+        from ccmod.compile import is_untouched_zeros
+        if is_untouched_zeros(init):     # zeros, known without a page fault per page
+            return np.float64(0.0) if kind == "f" else np.int64(0)
     x0 = init[0]
     if (init[:64] != x0).any() or init[-1] != x0:
         return init                  # most inputs: told apart by their first values
