@@ -126,3 +126,24 @@ def test_incast_senders_are_deferred_then_paired_when_it_matters():
     got = drive_steps(k2, arrivals, [(0.0, n, 0.5)] + steps)
     want = brute_steps(arrivals, n + 1, [(0.0, n, 0.5)] + steps)
     assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_a_message_alone_on_its_route_needs_no_pair_nor_flush_at_its_end():
+    # message 0 alone on resources 0, 1 and 2 (the lone path of _join_new): noted on its
+    # resources, no pair, its group scheduled at once; its end leaves nothing to flush.
+    # Message 1 then arrives on resource 1 while message 2 runs alone on 3 and 4: message
+    # 2's lone path must not disturb the shared one; the end times are the rule's.
+    from ccmod.kernel.ccmod_rule import N_DEC, N_INC, N_TCH
+    k = CcmodSharing(5, np.r_[0.5, 0.0, 0.25, 0.0, 0.0])
+    k.start(0, 0.0, 1.0, [0, 1, 2])
+    assert k.next_time() == 2.0                          # bottleneck 0: share 0.5
+    S = k.S
+    assert (S.lone[:3] == 0).all() and S.lone[3:].tolist() == [-1, -1]
+    assert len(S.pfree) - S.si[N_PF] == 0
+    assert [int(m) for m in k.pop_due(2.0)] == [0]
+    assert (S.lone == -1).all() and S.si[N_TCH] == S.si[N_INC] == S.si[N_DEC] == 0
+    assert S.count.sum() == 0 and k.next_time() == INF
+    arrivals = [(0.0, 1.0, [0, 1, 2]), (0.5, 1.0, [1]), (0.25, 0.5, [3, 4])]
+    got = drive_steps(CcmodSharing(5, np.r_[0.5, 0.0, 0.25, 0.0, 0.0]), arrivals, [])
+    want = brute_steps(arrivals, 5, [], [0.5, 0.0, 0.25, 0.0, 0.0])
+    assert np.allclose(got, want, rtol=1e-12)

@@ -196,8 +196,9 @@ def _pair_key(S, I, F, r, check):
 
 
 @leaf
-def _join(I, F, m, r, t, remaining):
-    """Put m into group r with ``remaining`` quiet-seconds of work."""
+def _join(I, F, m, r, t, remaining, fresh):
+    """Put m into group r with ``remaining`` quiet-seconds of work; ``fresh``: m has just
+    started (none of its entries is paired or deferred yet: nothing to take out first)."""
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r
@@ -209,7 +210,8 @@ def _join(I, F, m, r, t, remaining):
             alone = False
             break
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        _others_del(S, I, F, e)
+        if not fresh:
+            _others_del(S, I, F, e)
         if alone:
             I[S.lone + I[S.route_res + e]] = m
         elif I[S.route_res + e] != r:
@@ -218,6 +220,37 @@ def _join(I, F, m, r, t, remaining):
             else:
                 _others_add(S, I, F, e, r, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+
+
+@leaf
+def _join_new(I, F, m, t, work):
+    """A message started at this instant joins its bottleneck group. Alone on its whole
+    route (most messages of light traffic), it needs neither pairs nor a check: its group
+    is empty (its only message is m), so it is noted on its resources (``lone``) and its
+    group re-scheduled at once (nothing else can join that group at this instant: no
+    other message crosses it, and the moves came first)."""
+    J = as_i32(I)
+    S = cc_state(I)
+    best = INF
+    b = -1
+    alone = True
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        r = I[S.route_res + e]
+        s = F[S.share + r]
+        if s < best or (s == best and r < b):
+            best = s
+            b = r
+        if I[S.count + r] != 1:
+            alone = False
+    if not alone:
+        _join(I, F, m, b, t, work, True)
+        return
+    J[S.bott + m] = b
+    F[S.vfin + m] = _vclock(S, F, b, t) + work
+    g_add(S, I, F, b, m)
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        I[S.lone + I[S.route_res + e]] = m
+    _touch(I, F, b, t)
 
 
 @leaf
@@ -248,7 +281,7 @@ def _move(I, F, m, r_new, t):
     rem = F[S.vfin + m] - _vclock(S, F, old, t)
     g_del(S, I, F, old, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
-    _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0)
+    _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0, False)
 
 
 @leaf
@@ -319,12 +352,29 @@ def _touch(I, F, r, t):
 def cc_flush(I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
     si = cc_state(I).si
-    if I[si + N_NEW] == 0 and I[si + N_DEC] == 0 and I[si + N_INC] == 0:
-        if I[si + N_TCH] == 0:
+    if I[si + N_DEC] == 0 and I[si + N_INC] == 0:
+        if I[si + N_NEW] == 0:
+            if I[si + N_TCH] == 0:
+                return
+        elif _flush_new(I, F):
             return
     # (the work in a function of its own: compiled as one, its ~40 offsets were loaded
     # from the header before this test, at every call, most of which have nothing to do)
     _flush(I, F)
+
+
+@leaf
+def _flush_new(I, F):
+    """The instant's changes are starts only (no share dropped nor rose on a resource that
+    had messages: no group to check, no candidate): join them, as :func:`_flush` would.
+    True when nothing is left to do (every one was alone on its route: no re-schedule
+    pending), else :func:`_flush` does the rest."""
+    S = cc_state(I)
+    t = F[S.sf]
+    for i in range(I[S.si + N_NEW]):
+        _join_new(I, F, I[S.new_m + i], t, F[S.new_w + i])
+    I[S.si + N_NEW] = 0
+    return I[S.si + N_TCH] == 0
 
 
 @leaf
@@ -362,9 +412,7 @@ def _flush(I, F):
         if b != J[S.bott + m2]:
             _move(I, F, m2, b, t)
     for i in range(I[si + N_NEW]):
-        m = I[S.new_m + i]
-        _, b = _best(S, I, F, m, -1)
-        _join(I, F, m, b, t, F[S.new_w + i])
+        _join_new(I, F, I[S.new_m + i], t, F[S.new_w + i])
     I[si + N_NEW] = 0
     nt = I[si + N_TCH]
     sort_ids(I, S.tch_l, nt)
@@ -444,7 +492,7 @@ def cc_next_time(I, F):
 @leaf
 def cc_pop_due(I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
-    (in a deterministic order), their bottleneck to ``I[bott_out + m]``. Returns how
+    (in a deterministic order), their bottleneck to ``as_i32(I)[bott_out + m]``. Returns how
     many; the caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
     J = as_i32(I)
     S = cc_state(I)
@@ -470,10 +518,13 @@ def cc_pop_due(I, F, t, bott_out):
             I[S.done + nd] = m2
             nd += 1
             first = False
-        _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+        if not g_empty(S, I, r):
+            # members left: re-schedule; an emptied group is out of the heap already
+            # (nothing to touch: a lone message's end then needs no flush at all)
+            _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
     for i in range(nd):
         m = I[S.done + i]
-        I[bott_out + m] = J[S.bott + m]
+        J[bott_out + m] = J[S.bott + m]
         J[S.bott + m] = -1
     I[S.si + N_DONE] = nd
     return nd
@@ -485,8 +536,12 @@ def cc_end(I, F, m, t):
     S = cc_state(I)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
-        _others_del(S, I, F, e)
-        I[S.lone + r] = -1           # m itself, if it was alone (no one else can be)
+        if I[S.lone + r] >= 0:
+            # m itself (no one else can be): alone on its route, it has no pair nor
+            # deferred entry (the per-resource word instead of the per-entry one)
+            I[S.lone + r] = -1
+        else:
+            _others_del(S, I, F, e)
         if cc_set_count(I, F, r, t, -1) > 0:
             _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
