@@ -112,7 +112,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "t_post_send_s": t_post_send, "t_post_recv_s": t_post_recv, "t_start_s": t_start,
         "t_end_s": t_end, "quiet_s": quiet,
         "slowdown": Derived(_slowdown, t_start, t_end, msgs.quiet_s),
-        "bottleneck": bott, "bottleneck_name": Derived(_bottleneck_names, names, bott),
+        "bottleneck": Derived(np.asarray, bott, np.int64), "bottleneck_name": Derived(_bottleneck_names, names, bott),
         "hops": Derived(np.ascontiguousarray, msgs.hops)})
     makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
     ranks = ranks_table(engine, w.nranks, node_of_rank)

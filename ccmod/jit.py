@@ -49,6 +49,9 @@ def jit_enabled() -> bool:
 
 
 _STARTED = False
+#: called with numba's target context before a ccmod function is loaded from the cache
+#: (``ccmod.kernel.compiled`` registers the loader of its link-only libraries)
+load_hooks: list = []
 
 
 def cache_loads_without_refresh() -> None:
@@ -73,6 +76,8 @@ def cache_loads_without_refresh() -> None:
             return original(self, sig, target_context)
         from numba.core.runtime import rtsys
         rtsys.initialize(target_context)
+        for hook in load_hooks:
+            hook(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 

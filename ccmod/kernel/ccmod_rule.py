@@ -500,7 +500,7 @@ def cc_next_time(I, F):
 @leaf
 def cc_pop_due(I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
-    (in a deterministic order), their bottleneck to ``I[bott_out + m]``. Returns how
+    (in a deterministic order), their bottleneck to ``as_i32(I)[bott_out + m]``. Returns how
     many; the caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
     J = as_i32(I)
     S = cc_state(I)
@@ -532,7 +532,7 @@ def cc_pop_due(I, F, t, bott_out):
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
     for i in range(nd):
         m = I[S.done + i]
-        I[bott_out + m] = J[S.bott + m]
+        J[bott_out + m] = J[S.bott + m]
         J[S.bott + m] = -1
     I[S.si + N_DONE] = nd
     return nd

@@ -29,10 +29,13 @@ import numpy as np
 from numba import njit, types
 from numba.np import numpy_support
 from numba.core import cgutils
+from numba.core import compiler
+from numba.core.dispatcher import _FunctionCompiler
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic, overload
 
-from ccmod.jit import numba_startup
+from ccmod.jit import load_hooks, numba_startup
+from ccmod.kernel import linkonly
 from ccmod.kernel.rawbuf import RawBuf
 from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt, Program, RankSt,
                                 Scalars, Timers)
@@ -41,9 +44,61 @@ from ccmod.kernel.state import (H_BASE, BgSteps, CcState, MmState, MsgIn, MsgSt,
 # before any compile or cache load: cached kernels load without numba's registry refresh,
 # the BLAS check without scipy.linalg (ccmod.jit)
 numba_startup()
+# a cache holds link-only libraries (ccmod.kernel.linkonly): numba must read them back
+load_hooks.append(lambda target_context: linkonly.install(target_context.codegen()))
 
 
-class KernelDispatcher(CPUDispatcher):
+class _InternalCompiler(_FunctionCompiler):
+    """numba's compiler of one function; for a function only compiled code calls, without
+    what only a call from Python needs.
+
+    numba builds, with every compile, a CPython wrapper (unboxing each argument: a named
+    tuple of 65 offsets is 65 unboxings) and a C wrapper, then optimises the function's
+    module (itself and all its callees) and turns it into machine code: in a cold first
+    run most of that went to functions only the loop calls, each level of the loop
+    redoing all the code below it. A function given a :class:`RawBuf` (the state buffers
+    as the loop passes them on, :mod:`ccmod.kernel.rawbuf`) is called from compiled code
+    only (no Python value has that type): those argument types compile without wrappers,
+    to IR for the callers alone (:mod:`ccmod.kernel.linkonly`); any other argument types
+    (arrays, from Python: tests, the facade) compile as numba does. The choice depends on
+    the types alone, so numba's cache (keyed by them) never hands such a compile to a
+    Python call.
+    """
+
+    def _compile_core(self, args, return_type):
+        codegen = self.targetdescr.target_context.codegen()
+        linkonly.install(codegen)
+        if not any(isinstance(a, RawBuf) for a in args):
+            return super()._compile_core(args, return_type)
+        flags = compiler.Flags()
+        self.targetdescr.options.parse_as_flags(flags, self.targetoptions)
+        flags = self._customize_flags(flags)
+        flags.no_cpython_wrapper = True
+        flags.no_cfunc_wrapper = True
+        library = codegen.create_library(self.py_func.__qualname__)
+        library.enable_object_caching()
+        library.link_only = True
+        cres = compiler.compile_extra(self.targetdescr.typing_context,
+                                      self.targetdescr.target_context, self.py_func,
+                                      args=args, return_type=return_type, flags=flags,
+                                      locals=self.locals, library=library,
+                                      pipeline_class=self.pipeline_class)
+        if cres.typing_error is not None:
+            raise cres.typing_error
+        return cres
+
+
+class _LeafDispatcher(CPUDispatcher):
+    """numba's dispatcher, compiling through :class:`_InternalCompiler`."""
+
+    def __init__(self, py_func, locals=None, targetoptions=None, pipeline_class=None):
+        kw = {} if pipeline_class is None else {"pipeline_class": pipeline_class}
+        super().__init__(py_func, locals=locals or {}, targetoptions=targetoptions or {}, **kw)
+        self._compiler = _InternalCompiler(py_func, self.targetdescr, self.targetoptions,
+                                           self.locals, self._compiler.pipeline_class)
+
+
+class KernelDispatcher(_LeafDispatcher):
     """A dispatcher that compiles a kernel function once per argument *types*.
 
     numba compiles a function called from compiled code once per distinct argument
@@ -63,6 +118,47 @@ class KernelDispatcher(CPUDispatcher):
         return super().get_call_template(args, kws)
 
 
+class _ByTypeDispatcher(KernelDispatcher):
+    """A kernel function compiled as one of two Python functions, chosen at each call
+    site by the type of the first argument (:func:`kernel_jit_by_type`)."""
+
+    other = None            # the KernelDispatcher of the second function
+    use_other = None        # predicate on the first argument's numba type
+
+    def _routed(self, args):
+        return self.other if args and self.use_other(args[0]) else None
+
+    def get_call_template(self, args, kws):
+        d = self._routed(args)
+        return (d or super()).get_call_template(args, kws)
+
+    def get_overload(self, sig):
+        d = self._routed(tuple(sig.args) if hasattr(sig, "args") else tuple(sig))
+        return (d or super()).get_overload(sig)
+
+
+def kernel_jit_by_type(first, second, use_second):
+    """A kernel function that is ``first`` compiled, or ``second`` for the calls whose
+    first argument's numba type satisfies ``use_second``: one run compiles only the one
+    it calls (the sharing rules, :mod:`ccmod.kernel.rules`). Both are compiled as
+    :func:`kernel_jit` functions (compiled to IR only when given the raw buffers). Under
+    ``NUMBA_DISABLE_JIT=1``: None (the caller tests at run time)."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return None
+    disp = _dispatcher(_ByTypeDispatcher, first, True, {})
+    disp.other = kernel_jit(second)
+    disp.use_other = use_second
+    return disp
+
+
+def _dispatcher(cls, func, cache, opts):
+    disp = cls(py_func=func, locals={}, targetoptions={"nopython": True, "boundscheck": None,
+                                                      **opts})
+    if cache:
+        disp.enable_caching()
+    return disp
+
+
 def kernel_jit(func=None, *, cache=True, inline="never", _nrt=True):
     """``numba.njit(cache=True)`` for kernel functions, through :class:`KernelDispatcher`
     (``inline="always"`` functions are inlined before typing: plain ``njit``)."""
@@ -71,16 +167,15 @@ def kernel_jit(func=None, *, cache=True, inline="never", _nrt=True):
     if inline != "never" or os.environ.get("NUMBA_DISABLE_JIT") == "1":
         # _nrt only when False: unset, a callee inherits its caller's (see leaf)
         return njit(cache=cache, inline=inline, **({} if _nrt else {"_nrt": False}))(func)
-    opts = {"nopython": True, "boundscheck": None}
-    if not _nrt:
-        opts["_nrt"] = False
-    disp = KernelDispatcher(py_func=func, locals={}, targetoptions=opts)
-    if cache:
-        disp.enable_caching()
-    return disp
+    return _dispatcher(KernelDispatcher, func, cache, {} if _nrt else {"_nrt": False})
 
 
-leaf = njit(cache=True, _nrt=False)
+def leaf(func):
+    """``numba.njit(cache=True, _nrt=False)`` through :class:`_LeafDispatcher` (no wrappers
+    when called from the loop)."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return func
+    return _dispatcher(_LeafDispatcher, func, True, {"_nrt": False})
 
 
 # -- the program seen through raw addresses --------------------------------------------------

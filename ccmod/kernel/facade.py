@@ -31,7 +31,7 @@ class _Facade:
     def _alloc(self, A, offsets):
         """Buffers of arena ``A``; ``S`` the state's views (routes are filled through them)."""
         self.So = offsets
-        self._Bo = A.struct(_Out, bott=("i", self.cap_msgs, -1))
+        self._Bo = A.struct(_Out, bott=("j", self.cap_msgs, -1))   # as MsgSt.bott
         self.I, self.F = A.alloc()
         self.S = A.views(type(offsets), self.I, self.F)
         self._bott = A.views(_Out, self.I, self.F).bott

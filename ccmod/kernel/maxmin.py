@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccmod.kernel.compiled import mm_state, leaf
+from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import MmState
 from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
                                 sort_keyed)
@@ -464,7 +465,7 @@ def mm_next_time(I, F):
 def mm_pop_due(I, F, t, bott_out):
     """Flows due at t (within rounding) go to ``S.done`` (their messages) and
     ``S.done_s`` (their flow slots) sorted by message id, their bottleneck to
-    ``I[bott_out + m]``; returns how many. The caller then calls :func:`mm_end` for each
+    ``as_i32(I)[bott_out + m]`` (an int32 field); returns how many. The caller then calls :func:`mm_end` for each
     slot."""
     S = mm_state(I)
     if I[S.si + N_DIRTY] != 0:
@@ -483,7 +484,7 @@ def mm_pop_due(I, F, t, bott_out):
             flow_pop(I, F, c)
             I[S.done_s + nd] = f
             nd += 1
-            I[bott_out + I[S.f_msg + f]] = I[S.c_bott + c]
+            as_i32(I)[bott_out + I[S.f_msg + f]] = I[S.c_bott + c]
         f = I[S.c_root + c]
         if f >= 0:
             I[S.c_rep + c] = I[S.f_msg + f]     # a flow that stays gives its route

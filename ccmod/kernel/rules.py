@@ -7,19 +7,19 @@ one rule (``C.sharing``: 0 the article's, :mod:`ccmod.kernel.ccmod_rule`; 1 max-
 rules into the loop though a run executes one. ``C`` is a
 :class:`~ccmod.kernel.state.CcConfig` or an :class:`~ccmod.kernel.state.MmConfig` (the
 same fields), so the compiled loop is specialised per rule: each ``rule_*`` function here,
-compiled, is its rule's version (an overload picks it by ``C``'s type), and a first run
+compiled, is its rule's version (chosen by ``C``'s type at each call site), and a first run
 compiles only the rule it uses. As plain Python (``NUMBA_DISABLE_JIT=1``) it tests
 ``C.sharing``.
 """
 from __future__ import annotations
 
 from numba import types
-from numba.extending import overload
 
 from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
                                      cc_set_free, cc_start)
 from ccmod.kernel.codes import SG_MSGSTART
-from ccmod.kernel.compiled import cc_state, kernel_jit, mm_state, msg_in, msg_st, per_msg
+from ccmod.kernel.compiled import (cc_state, kernel_jit, kernel_jit_by_type, mm_state, msg_in,
+                                   msg_st, per_msg)
 from ccmod.kernel.maxmin import F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve, mm_start
 from ccmod.kernel.record import log_load, sig
 from ccmod.kernel.state import FC_FLOW_CAP, MmConfig
@@ -100,13 +100,19 @@ def _mm_set_free(C, I, F, r, t, free):
 
 
 def _rule(cc, mm, doc):
-    """A ``rule_*`` entry: ``cc`` or ``mm``, by ``C.sharing`` as Python, by ``C``'s type
-    compiled (four entries only: each is a compiled function of its own, and every
-    compiled level links and optimises again all the code below it)."""
+    """A ``rule_*`` entry: ``cc`` or ``mm``; as Python, by ``C.sharing``; compiled, by
+    ``C``'s type (:func:`~ccmod.kernel.compiled.kernel_jit_by_type`): each is a kernel
+    function of its own, compiled to IR for the loop only (numba's overloads, as they
+    were, also optimised and compiled to machine code the rule's code below them, ~3 s
+    of a cold run)."""
+    disp = kernel_jit_by_type(cc, mm, _is_maxmin)
+    if disp is not None:
+        disp.__doc__ = doc
+        return disp
+
     def f(C, *args):
         return (cc if C.sharing == 0 else mm)(C, *args)
     f.__doc__ = doc
-    overload(f, strict=False)(lambda C, *args: mm if _is_maxmin(C) else cc)
     return f
 
 

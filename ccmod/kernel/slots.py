@@ -437,7 +437,7 @@ class Slots:
         G, Mv = self.eng.G, self.eng.Mv
         if not hasattr(self.sink, "rows"):
             self.sink(Mv.okey[slots], G.t_post_send[slots], G.t_post_recv[slots],
-                      G.t_start[slots], G.t_end[slots], G.bott[slots])
+                      G.t_start[slots], G.t_end[slots], G.bott[slots].astype(np.int64))
             return
         self.sink.rows({
             "msg_id": Mv.okey[slots], "src": Mv.src[slots], "dst": Mv.dst[slots],
@@ -446,7 +446,7 @@ class Slots:
             "hops": Mv.route_end[slots] - Mv.route_ptr[slots],
             "t_post_send_s": G.t_post_send[slots], "t_post_recv_s": G.t_post_recv[slots],
             "t_start_s": G.t_start[slots], "t_end_s": G.t_end[slots],
-            "bottleneck": G.bott[slots]})
+            "bottleneck": G.bott[slots].astype(np.int64)})
 
     def finish(self):
         """After the run: the outputs of every slot, retired or still live (a request

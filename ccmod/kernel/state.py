@@ -334,7 +334,7 @@ def msg_state(A, M, nnodes, recycle=False):
     return A.struct(
         MsgSt, t_post_send=("f", M, INF), t_post_recv=("f", M, INF), t_start=("f", M, INF),
         t_end=("f", M, INF), send_waiter=("j", M, -1), recv_waiter=("j", M, -1),
-        am_waiter=("j", M, 0), bott=("i", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
+        am_waiter=("j", M, 0), bott=("j", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
         refs=("i", K, 0), ret=("i", K, 0))
 
 

@@ -1,0 +1,112 @@
+"""Functions only the loop calls: compiled to LLVM IR for their callers, not to machine code.
+
+numba compiles a function called from compiled code as a library of its own: optimised
+over the whole module of itself and its callees (linked in), then turned into machine
+code. Its callers link that module in and optimise and generate the machine code of the
+whole again, each level of the loop (``run_entry`` > ``_loop`` > ``_advance`` > ... >
+``heap_up``) redoing all the code below it: in a cold first run ~40% of the compile
+went to module passes and machine code of functions nobody calls by address.
+
+A function given a :class:`~ccmod.kernel.rawbuf.RawBuf` is only ever called from
+compiled code (see :class:`ccmod.kernel.compiled._InternalCompiler`). Its library is a
+:class:`LinkOnlyLibrary`: after numba's per-function passes it is finished as IR, ready
+to be linked into its callers, with no module passes (the caller that ends up as machine
+code, e.g. ``run_entry``, optimises the whole, callees first, once) and no machine code;
+numba's cache stores that IR (kind ``ccmod-link-only``) and loads it back the same way. If
+anything ever asks such a library for a function's address, it is optimised and compiled
+then, as numba would have done.
+
+Installed on numba's CPU code generator by :func:`install` (idempotent); libraries not
+marked link-only behave exactly as numba's.
+"""
+from __future__ import annotations
+
+from llvmlite import binding as ll
+from numba.core.codegen import JITCodeLibrary
+
+#: the cache's kind for a link-only library (its IR, as bitcode)
+KIND = "ccmod-link-only"
+
+
+class LinkOnlyLibrary(JITCodeLibrary):
+    """numba's JIT library; with ``link_only`` set before it is finalised, finished as IR
+    only (see the module's docstring)."""
+
+    link_only = False
+    _pending = False       # link-only and not yet optimised / in the execution engine
+
+    def _optimize_final_module(self):
+        if self.link_only:
+            return                 # optimised in the caller that becomes machine code
+        super()._optimize_final_module()
+
+    def _finalize_final_module(self):
+        if not self.link_only:
+            return super()._finalize_final_module()
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._pending = True
+        self._finalized = True
+
+    def _materialize(self):
+        """Machine code after all: optimise and add to the engine as numba would have."""
+        self.link_only = False
+        self._pending = False
+        self._dynamic_globals = []
+        self._shared_module = None
+        super()._optimize_final_module()
+        super()._finalize_final_module()
+        for gv in self._final_module.global_variables:
+            env = _PENDING_ENVS.pop(gv.name, None)
+            if env is not None and not gv.is_declaration:
+                self._codegen.set_env(gv.name, env)
+
+    def get_pointer_to_function(self, name):
+        if self._pending:
+            try:
+                fn = self._final_module.get_function(name)
+            except NameError:
+                return 0           # e.g. its CPython wrapper: none was built
+            if fn.is_declaration:
+                return 0
+            self._materialize()
+        return super().get_pointer_to_function(name)
+
+    def serialize_using_object_code(self):
+        if self._pending:
+            return (self.name, KIND, self._final_module.as_bitcode())
+        return super().serialize_using_object_code()
+
+    @classmethod
+    def _unserialize(cls, codegen, state):
+        name, kind, data = state
+        if kind != KIND:
+            return super()._unserialize(codegen, state)
+        self = codegen.create_library(name)
+        self.link_only = True
+        self._final_module = ll.parse_bitcode(data)
+        self._finalize_final_module()
+        return self
+
+
+#: environments of link-only functions (numba sets each compiled function's environment
+#: pointer in the engine; a link-only library is not in it), set if one is materialised
+_PENDING_ENVS: dict = {}
+
+
+def install(codegen) -> None:
+    """Make ``codegen`` (numba's CPU JIT code generator) create :class:`LinkOnlyLibrary`
+    libraries, and let it skip the environment of a function not in the engine."""
+    if getattr(codegen, "_ccmod_link_only", False):
+        return
+    original = codegen.set_env
+
+    def set_env(env_name, env):
+        if codegen._engine.get_global_value_address(env_name) == 0:
+            _PENDING_ENVS[env_name] = env      # a link-only function's (see above)
+            return
+        original(env_name, env)
+
+    codegen.set_env = set_env
+    codegen._library_class = LinkOnlyLibrary
+    codegen._ccmod_link_only = True

@@ -1,0 +1,93 @@
+"""Functions only compiled code calls are compiled to IR for their callers, no machine code
+(ccmod/kernel/linkonly.py), and their cached form loads back the same way."""
+import os
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1",
+                                reason="about compiled code")
+
+
+@pytest.mark.slow
+def test_link_only_callee_round_trip():
+    from numba import njit
+    from ccmod.kernel.compiled import _dispatcher, _LeafDispatcher, kernel_jit
+    from ccmod.kernel.linkonly import KIND, LinkOnlyLibrary
+    from ccmod.kernel.rawbuf import RawBuf, raw
+
+    def twice(I, i):
+        return I[i] * 2
+
+    def thrice(I, i):
+        return I[i] * 3
+
+    twice_c = kernel_jit(twice, cache=False)
+    thrice_c = _dispatcher(_LeafDispatcher, thrice, False, {"_nrt": False})   # a leaf
+
+    @njit
+    def caller(a, i):
+        return twice_c(raw(a), i) + thrice_c(raw(a), i)
+
+    a = np.arange(5, dtype=np.int64)
+    assert caller(a, 3) == 15
+    # called with arrays from Python: an ordinary compile, machine code and wrappers
+    assert twice_c(a, 2) == 4
+    for disp in (twice_c, thrice_c):
+        (raw_sig,) = [s for s in disp.overloads if isinstance(s[0], RawBuf)]
+        lib = disp.overloads[raw_sig].library
+        assert isinstance(lib, LinkOnlyLibrary) and lib.link_only
+        assert lib.get_pointer_to_function(
+            disp.overloads[raw_sig].fndesc.llvm_cpython_wrapper_name) == 0
+        name, kind, data = lib.serialize_using_object_code()
+        assert kind == KIND
+        again = type(lib)._unserialize(lib.codegen, (name, kind, data))
+        assert again.link_only and again._get_module_for_linking() is not None
+        (py_sig,) = [s for s in disp.overloads if not isinstance(s[0], RawBuf)] or [None]
+        if py_sig is not None:
+            assert not disp.overloads[py_sig].library.link_only
+
+
+def test_link_only_library_ir_only_until_an_address_is_asked():
+    # cheap: a hand-made LLVM function, no numba compile (under numba's compiler lock, as
+    # numba finalises libraries)
+    from numba.core.compiler_lock import global_compiler_lock
+    with global_compiler_lock:
+        _check_library()
+
+
+def _check_library():
+    import ctypes
+
+    from llvmlite import ir
+    from numba.core.registry import cpu_target
+    from ccmod.kernel.linkonly import KIND, LinkOnlyLibrary, install
+
+    codegen = cpu_target.target_context.codegen()
+    install(codegen)
+    install(codegen)                                  # idempotent
+    assert codegen._library_class is LinkOnlyLibrary
+    mod = codegen._create_empty_module("t")
+    i64 = ir.IntType(64)
+    fn = ir.Function(mod, ir.FunctionType(i64, [i64]), name="ccmod_test_add7")
+    b = ir.IRBuilder(fn.append_basic_block())
+    b.ret(b.add(fn.args[0], ir.Constant(i64, 7)))
+    lib = codegen.create_library("t")
+    lib.add_ir_module(mod)
+    lib.link_only = True
+    lib.finalize()
+    assert lib._pending                               # finished as IR, no machine code
+    assert lib.get_pointer_to_function("ccmod_test_absent") == 0
+    name, kind, data = lib.serialize_using_object_code()
+    assert kind == KIND
+    again = LinkOnlyLibrary._unserialize(codegen, (name, kind, data))
+    assert again._pending
+    assert again._get_module_for_linking().get_function("ccmod_test_add7") is not None
+    addr = again.get_pointer_to_function("ccmod_test_add7")   # compiled now, on demand
+    assert addr and not again._pending
+    assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(addr)(35) == 42
+    # a library not marked link-only is numba's: machine code when finalised
+    plain = codegen.create_library("t2")
+    plain.add_ir_module(codegen._create_empty_module("t2"))
+    plain.finalize()
+    assert not plain._pending
