@@ -206,17 +206,19 @@ def _pair_key(S, I, F, r, check):
 @leaf
 def _join(I, F, m, r, t, remaining, fresh):
     """Put m into group r with ``remaining`` quiet-seconds of work; ``fresh``: m has just
-    started (none of its entries is paired or deferred yet: nothing to take out first)."""
+    started and is not alone on its route (:func:`_join_new` found both out): none of its
+    entries is paired or deferred yet, nothing to take out first."""
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
     g_add(S, I, F, r, m)
-    alone = True
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        if I[S.count + I[S.route_res + e]] != 1:
-            alone = False
-            break
+    alone = not fresh
+    if not fresh:
+        for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+            if I[S.count + I[S.route_res + e]] != 1:
+                alone = False
+                break
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         if not fresh:
             _others_del(S, I, F, e)
