@@ -62,53 +62,34 @@ def capacity_ratio(nresources, capacity_Bps, route_ptr, route_res, flow_cap_Bps)
     return out
 
 
-#: Messages fields the arena holds as exact copies (same dtype): (Messages name, MsgIn name)
-_SHARED_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "o_send"),
-                  ("o_recv_s", "o_recv"), ("handler_s", "handler_s"),
-                  ("flow_cap_Bps", "flow_cap"), ("nbytes", "nbytes"), ("route_ptr", "route_ptr"))
-
-
-#: Messages fields of integers the arena holds as they are or widened (int32 fields: src,
-#: dst, kind; int64: route_res): shared too, as views of the arena; :func:`message_column`
-#: gives a widened one its own dtype back for the result's tables, after the run
-_WIDENED_INPUTS = (("src", "src"), ("dst", "dst"), ("kind", "kind"),
-                   ("route_res", "route_res"))
-
-
-def _gather(fields, okey, S):
-    """Wrap each per-message input of ``fields`` (the ``("i" | "f" | "j", S, array)`` specs
-    of :class:`ccmod.kernel.state.MsgIn`) to be copied in slot order ``okey``
-    (:class:`ccmod.kernel.order.Gathered`); returns ``{name: Gathered}``."""
-    from ccmod.kernel.order import Gathered
-    out = {}
-    for name, f in fields.items():
-        if name not in ("route_ptr", "route_res", "okey") and f[0] in ("i", "f", "j") and \
-                isinstance(f[2], np.ndarray) and f[2].shape == (S,):
-            out[name] = Gathered(f[2], okey)
-            fields[name] = (f[0], f[1], out[name])
-    return out
+#: Messages fields the arena holds (Messages name, MsgIn name), in their dtype or, integers,
+#: widened (int32 src, dst, route_res and int8 kind): shared, as views of the arena, once
+#: copied in; :func:`message_column` gives a widened one its dtype back for the tables
+_ARENA_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "o_send"),
+                 ("o_recv_s", "o_recv"), ("handler_s", "handler_s"),
+                 ("flow_cap_Bps", "flow_cap"), ("nbytes", "nbytes"), ("route_ptr", "route_ptr"),
+                 ("src", "src"), ("dst", "dst"), ("kind", "kind"), ("route_res", "route_res"))
 
 
 def _detach_inputs(msgs, arena):
     """Take from ``msgs`` the fields the arena holds copies of (same shape, and the same
-    dtype or, for :data:`_WIDENED_INPUTS`, a narrower integer one): the arena's list of
+    dtype or a narrower integer one, :data:`_ARENA_INPUTS`): the arena's list of
     inputs is then their only holder, so each is freed as soon as it is copied in (never
     two copies at the peak). Returns ``{name: dtype}`` of them, for :func:`_share_inputs`.
     ``msgs`` lacks them until then."""
-    from ccmod.kernel.state import MsgIn
+    from ccmod.kernel.state import CONST_INPUTS, MsgIn
     spec = arena.spec[MsgIn]
     out = {}
-    from ccmod.kernel.state import CONST_INPUTS
     M = int(spec["nmsg"][1])
-    for name, field in _SHARED_INPUTS + _WIDENED_INPUTS:
+    for name, field in _ARENA_INPUTS:
         a = getattr(msgs, name, None)
         kind, _, n, _ = spec[field]
         if not (isinstance(a, np.ndarray) and (a.shape == (n,) or (
                 n == 1 and field in CONST_INPUTS and a.shape == (M,)))):
             continue             # n 1: a float input held once (CONST_INPUTS)
         want = np.dtype({"i": np.int64, "j": np.int32, "f": np.float64}[kind])
-        if a.dtype == want or (kind in "ij" and (name, field) in _WIDENED_INPUTS and
-                               a.dtype.kind == "i" and a.dtype.itemsize < want.itemsize):
+        if a.dtype == want or (kind in "ij" and a.dtype.kind == "i" and
+                               a.dtype.itemsize < want.itemsize):
             setattr(msgs, name, None)
             out[name] = a.dtype
     return out
@@ -122,7 +103,7 @@ def _share_inputs(msgs, views, names):
     """
     from ccmod.kernel.state import CONST_INPUTS
     widened = getattr(msgs, "widened", None) or {}
-    for name, field in _SHARED_INPUTS + _WIDENED_INPUTS:
+    for name, field in _ARENA_INPUTS:
         if name in names:
             v = getattr(views, field)
             v.flags.writeable = False
@@ -354,7 +335,6 @@ class Engine:
         nres, capacity_Bps, bgr, node_of_rank, gap, nnodes = self._net
         n = self.w.nranks
         A = self._arena = ks.Arena()
-        arp = arr = None
         if self.slots is not None:
             fields, rp, rr = self.slots.msg_fields(S)
         else:
@@ -362,12 +342,6 @@ class Engine:
             rp = np.asarray(msgs.route_ptr, np.int64)
             rr = msgs.route_res      # int32: copied into the int64 arena as it is
             okey = self._order
-            arp, arr = rp, rr
-            if okey is not None:
-                # the routes in slot order (kernel/order.py); rp and rr size the rules'
-                # state below, which does not depend on the order
-                from ccmod.kernel.order import gather_routes
-                arp, arr = gather_routes(rp, rr, okey)
             fields = dict(
                 nmsg=("v", S), src=("j", S, msgs.src), dst=("j", S, msgs.dst),
                 nbytes=("i", S, msgs.nbytes), quiet=("f", S, msgs.quiet_s),
@@ -376,8 +350,8 @@ class Engine:
                 o_recv=("f", S, _zeros_like_msgs(msgs, "o_recv_s")),
                 unshared=("j", S, self._unshared), kind=("j", S, msgs.kind),
                 handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
-                eager=("j", S, self._eager), route_ptr=("i", S + 1, arp),
-                route_res=("i", len(arr), arr), route_end=("+", "route_ptr", 1, S),
+                eager=("j", S, self._eager), route_ptr=("i", S + 1, rp),
+                route_res=("i", len(rr), rr), route_end=("+", "route_ptr", 1, S),
                 okey=("i", S, np.arange(S, dtype=np.int64) if okey is None else okey),
                 fconst=("v", 0))
             self._eager = self._unshared = okey = None    # in the arena's inputs from here on
@@ -393,7 +367,10 @@ class Engine:
                     fc |= bit
             fields["fconst"] = ("v", fc)
             if self._order is not None:
-                self._gathered = _gather(fields, self._order, S)
+                # the inputs in slot order (kernel/order.py); rp and rr size the rules'
+                # state below, which does not depend on the order
+                from ccmod.kernel.order import in_slot_order
+                self._gathered = in_slot_order(fields, self._order)
         self.Min = A.struct(ks.MsgIn, node_of_rank=("i", len(node_of_rank), node_of_rank),
                             gap_s=("f", len(gap), gap), **fields)
         self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
@@ -420,7 +397,7 @@ class Engine:
                               else self.m.flow_cap_Bps} if code == 1 else {}))
         # whole program: MsgIn is per message, so Messages can share the arena's copy
         shared = _detach_inputs(self.m, A) if self.slots is None else ()
-        del fields, rp, rr, arp, arr     # the arena's inputs: held by it alone
+        del fields, rp, rr               # the arena's inputs: held by it alone
         release_free_heap()
         sparse = dict(ks.SPARSE)
         self.I, self.F = A.alloc(release_free_heap, sparse)
@@ -542,7 +519,7 @@ class Engine:
         # the Messages' views of dropped inputs would read zeros now: let them go too
         from ccmod.kernel.state import MsgIn
         dropped = set(drop)
-        for name, field in _SHARED_INPUTS + _WIDENED_INPUTS:
+        for name, field in _ARENA_INPUTS:
             kind, off, n, _ = A.spec[MsgIn][field]
             if (kind, off, n) in dropped and getattr(self.m, name, None) is not None:
                 setattr(self.m, name, None)

@@ -29,12 +29,13 @@ numba_startup()     # before any compile or cache load (ccmod.jit)
 #: fewer messages keep their ids as slots: their arrays stay in cache anyway, and loading
 #: the compiled walk (a few ms) would cost more than it saves
 ORDER_MIN_MESSAGES = 1 << 14
-#: fewer ranks, too: the messages in flight then come from as few runs of ids, which the
-#: hardware's prefetchers and the loop's own (loop._warm) follow. Measured at 1M records
-#: (A/B medians, loaded machine), the whole run's CPU with the order against without:
-#: light16 (16 ranks) +1 % (the loop's ~6 % less paid by the order and its undoing),
-#: random64 -1 % (loop -6 %), incast16 -15 %, incast512 (1024 ranks) loop -44 %
-ORDER_MIN_RANKS = 32
+#: fewer ranks, too: fewer messages are in flight at once, their fields fit in the caches
+#: in id order too, and the order's set-up and undoing (~0.05-0.07 s CPU at 1M records)
+#: cost about what the loop gains. Measured at 1M records (stop 25, in-process A/B, CPU
+#: medians of set-up + run, order / none): incast16 (32 ranks) 0.229 / 0.203 s, random64
+#: (64) 0.366 / 0.376 (ccmod) and 0.396 / 0.310 (max-min), incast128 (256) 0.309 / 0.290,
+#: incast512 (1024) 0.269 / 0.298, incast1024 (2048) 0.279 / 0.375
+ORDER_MIN_RANKS = 512
 
 
 @njit(cache=True, _nrt=False)
@@ -174,6 +175,24 @@ class Gathered:
         else:
             out[:] = a[okey]         # a narrower input: its own dtype's temporary
         return None
+
+
+def in_slot_order(fields, okey):
+    """Put the per-message inputs of ``fields`` (the ``{name: (kind, length, array)}``
+    specs of :class:`ccmod.kernel.state.MsgIn`, in place) in slot order ``okey``: the
+    routes at once (:func:`gather_routes`), every other array to be gathered as the arena
+    copies it in (:class:`Gathered`). Returns those ``{name: Gathered}``."""
+    S = len(okey)
+    ptr, res = gather_routes(fields["route_ptr"][2], fields["route_res"][2], okey)
+    fields["route_ptr"] = ("i", S + 1, ptr)
+    fields["route_res"] = ("i", len(res), res)
+    out = {}
+    for name, f in fields.items():
+        if name not in ("route_ptr", "route_res", "okey") and f[0] in ("i", "f", "j") and \
+                isinstance(f[2], np.ndarray) and f[2].shape == (S,):
+            out[name] = Gathered(f[2], okey)
+            fields[name] = (f[0], f[1], out[name])
+    return out
 
 
 def _uniform(route_ptr):
