@@ -145,23 +145,31 @@ def _mark(I, flag, lst, si, k, r):
 def cc_set_count(I, F, r, t, delta):
     """Change the contention of resource r at time t (integrating its statistics)."""
     S = cc_state(I)
-    F[S.v_at + r] = _vclock(S, F, r, t)
-    F[S.t_at + r] = t
     c0 = I[S.count + r]
+    c = c0 + delta
     if c0:
+        if c:
+            # (idle, the share is infinite and the clock stands still; emptied, it
+            # restarts below: only a group that keeps members carries its clock on)
+            F[S.v_at + r] = _vclock(S, F, r, t)
         dt = t - F[S.t_chg + r]
         F[S.area + r] += c0 * dt
         F[S.busy + r] += dt
+    F[S.t_at + r] = t
     F[S.t_chg + r] = t
-    c = c0 + delta
     I[S.count + r] = c
     # BA never exceeds 1 (no faster than quiet): only binds when free > 1, i.e. under
-    # ccmod:capacity=ratio where free is a capacity / quiet-bandwidth ratio
-    F[S.share + r] = min(F[S.free + r] / c, 1.0) if c > 0 else INF
+    # ccmod:capacity=ratio where free is a capacity / quiet-bandwidth ratio (free / 1 is
+    # free exactly: no division for a message alone on r)
+    if c == 1:
+        F[S.share + r] = min(F[S.free + r], 1.0)
+    elif c > 0:
+        F[S.share + r] = min(F[S.free + r] / c, 1.0)
+    else:
+        F[S.share + r] = INF
+        F[S.v_at + r] = 0.0      # empty group: restart its clock (keeps precision)
     if c > I[S.peak + r]:
         I[S.peak + r] = c
-    if c == 0:
-        F[S.v_at + r] = 0.0      # empty group: restart its clock (keeps precision)
     return c
 
 
