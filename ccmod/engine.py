@@ -401,6 +401,8 @@ class Engine:
         release_free_heap()
         sparse = dict(ks.SPARSE)
         self.I, self.F = A.alloc(release_free_heap, sparse)
+        if self._order is not None:    # the arena holds the slots' ids: the plan's go now
+            self._order = True         # (not after the trim below: ~4 B/record of heap)
         if shared:
             _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)
         release_free_heap()              # the inputs just copied in

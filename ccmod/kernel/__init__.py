@@ -56,10 +56,11 @@ _drop_stale_cache()
 
 _ANY = object()
 
-#: What a note says a cold compile takes (CPU on the 2-core development machine, idle:
-#: bench/compile_profile.py): the whole loop for one sharing rule; only the entry for a
-#: kind of run (recording or not) whose loop is already compiled.
-_COMPILE_FULL = "about 30-60 s"
+#: What a note says a cold compile takes (CPU on the 2-core development machine:
+#: bench/compile_profile.py; stop 25: 20-26 s for the Quickstart or a cold --json, 15 s
+#: for a second rule): the whole loop for one sharing rule; only the entry for a kind of
+#: run (recording or not) whose loop is already compiled.
+_COMPILE_FULL = "about 20-40 s"
 _COMPILE_ENTRY = "a few seconds"
 
 
