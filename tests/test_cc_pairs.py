@@ -129,7 +129,7 @@ def test_incast_senders_are_deferred_then_paired_when_it_matters():
 
 
 def test_a_message_alone_on_its_route_needs_no_pair_nor_flush_at_its_end():
-    # message 0 alone on resources 0, 1 and 2 (the lone path of _join_new): noted on its
+    # message 0 alone on resources 0, 1 and 2 (the lone path of a fresh _join): noted on its
     # resources, no pair, its group scheduled at once; its end leaves nothing to flush.
     # Message 1 then arrives on resource 1 while message 2 runs alone on 3 and 4: message
     # 2's lone path must not disturb the shared one; the end times are the rule's.

@@ -206,19 +206,26 @@ def _pair_key(S, I, F, r, check):
 @leaf
 def _join(I, F, m, r, t, remaining, fresh):
     """Put m into group r with ``remaining`` quiet-seconds of work; ``fresh``: m has just
-    started and is not alone on its route (:func:`_join_new` found both out): none of its
-    entries is paired or deferred yet, nothing to take out first."""
+    started (none of its entries is paired or deferred yet: nothing to take out first).
+    A fresh message alone on its whole route (most messages of light traffic) needs
+    neither pairs nor a check: its group is empty (its only message is m), so it is noted
+    on its resources (``lone``) and its group re-scheduled at once (nothing else can join
+    that group at this instant: no other message crosses it, and the moves came first)."""
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
     g_add(S, I, F, r, m)
-    alone = not fresh
-    if not fresh:
+    alone = True
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        if I[S.count + I[S.route_res + e]] != 1:
+            alone = False
+            break
+    if fresh and alone:
         for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-            if I[S.count + I[S.route_res + e]] != 1:
-                alone = False
-                break
+            I[S.lone + I[S.route_res + e]] = m
+        _touch(I, F, r, t)
+        return
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         if not fresh:
             _others_del(S, I, F, e)
@@ -230,37 +237,6 @@ def _join(I, F, m, r, t, remaining, fresh):
             else:
                 _others_add(S, I, F, e, r, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
-
-
-@leaf
-def _join_new(I, F, m, t, work):
-    """A message started at this instant joins its bottleneck group. Alone on its whole
-    route (most messages of light traffic), it needs neither pairs nor a check: its group
-    is empty (its only message is m), so it is noted on its resources (``lone``) and its
-    group re-scheduled at once (nothing else can join that group at this instant: no
-    other message crosses it, and the moves came first)."""
-    J = as_i32(I)
-    S = cc_state(I)
-    best = INF
-    b = -1
-    alone = True
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r = I[S.route_res + e]
-        s = F[S.share + r]
-        if s < best or (s == best and r < b):
-            best = s
-            b = r
-        if I[S.count + r] != 1:
-            alone = False
-    if not alone:
-        _join(I, F, m, b, t, work, True)
-        return
-    J[S.bott + m] = b
-    F[S.vfin + m] = _vclock(S, F, b, t) + work
-    g_add(S, I, F, b, m)
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        I[S.lone + I[S.route_res + e]] = m
-    _touch(I, F, b, t)
 
 
 @leaf
@@ -382,7 +358,9 @@ def _flush_new(I, F):
     S = cc_state(I)
     t = F[S.sf]
     for i in range(I[S.si + N_NEW]):
-        _join_new(I, F, I[S.new_m + i], t, F[S.new_w + i])
+        m = I[S.new_m + i]
+        _, b = _best(S, I, F, m, -1)
+        _join(I, F, m, b, t, F[S.new_w + i], True)
     I[S.si + N_NEW] = 0
     return I[S.si + N_TCH] == 0
 
@@ -422,7 +400,9 @@ def _flush(I, F):
         if b != J[S.bott + m2]:
             _move(I, F, m2, b, t)
     for i in range(I[si + N_NEW]):
-        _join_new(I, F, I[S.new_m + i], t, F[S.new_w + i])
+        m = I[S.new_m + i]
+        _, b = _best(S, I, F, m, -1)
+        _join(I, F, m, b, t, F[S.new_w + i], True)
     I[si + N_NEW] = 0
     nt = I[si + N_TCH]
     sort_ids(I, S.tch_l, nt)
