@@ -91,3 +91,41 @@ def _check_library():
     plain.add_ir_module(codegen._create_empty_module("t2"))
     plain.finalize()
     assert not plain._pending
+
+
+def test_link_only_only_on_checked_numba_releases(monkeypatch):
+    # other releases (or CCMOD_LINK_ONLY=0) compile as numba does: nothing is installed
+    import numba
+    from ccmod.kernel import linkonly
+    assert not linkonly.supported("0.61.2")
+    assert not linkonly.supported("0.69.0")
+    assert not linkonly.supported("dev-build")
+    assert linkonly.supported(numba.__version__) == linkonly.SUPPORTED
+    monkeypatch.setattr(linkonly, "SUPPORTED", False)
+
+    class Codegen:
+        _library_class = object
+    codegen = Codegen()
+    linkonly.install(codegen)
+    assert codegen._library_class is object and not hasattr(codegen, "_ccmod_link_only")
+
+
+@pytest.mark.slow
+def test_numba_own_compile_gives_the_same_results(tmp_path):
+    # CCMOD_LINK_ONLY=0 (as on an unchecked numba release): an empty cache, numba's own
+    # compile of every function, the same tables as the link-only compile
+    import subprocess
+    import sys
+    from pathlib import Path
+    trace = Path(__file__).resolve().parents[1] / "traces" / "stencil16.ti"
+    outs = {}
+    for flag in ("0", "1"):
+        env = dict(os.environ, CCMOD_LINK_ONLY=flag)
+        if flag == "0":                      # the other run may use the suite's warm cache
+            env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+        out = tmp_path / f"out{flag}"
+        subprocess.run([sys.executable, "-m", "ccmod", "run", str(trace), "--network",
+                        "myrinet16", "--out", str(out)], env=env, check=True,
+                       capture_output=True)
+        outs[flag] = {p.name: p.read_bytes() for p in out.glob("*.parquet")}
+    assert outs["0"] and outs["0"] == outs["1"]

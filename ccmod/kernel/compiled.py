@@ -68,7 +68,7 @@ class _InternalCompiler(_FunctionCompiler):
     def _compile_core(self, args, return_type):
         codegen = self.targetdescr.target_context.codegen()
         linkonly.install(codegen)
-        if not any(isinstance(a, RawBuf) for a in args):
+        if not linkonly.ENABLED or not any(isinstance(a, RawBuf) for a in args):
             return super()._compile_core(args, return_type)
         flags = compiler.Flags()
         self.targetdescr.options.parse_as_flags(flags, self.targetoptions)

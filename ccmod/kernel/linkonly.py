@@ -18,11 +18,42 @@ then, as numba would have done.
 
 Installed on numba's CPU code generator by :func:`install` (idempotent); libraries not
 marked link-only behave exactly as numba's.
+
+This reaches into numba's private code generator (the library's finishing steps, the
+codegen's library class and ``set_env``), checked on the numba releases in
+:data:`TESTED_NUMBA`. On any other release (:data:`SUPPORTED` False), or with
+``CCMOD_LINK_ONLY=0`` (:data:`ENABLED` False), every function compiles as numba does: the
+results are the same, a cold first run takes about twice as long.
 """
 from __future__ import annotations
 
+import os
+
+import numba
 from llvmlite import binding as ll
 from numba.core.codegen import JITCodeLibrary
+
+#: numba releases (major, minor) the link-only compile was checked on (tests/test_linkonly.py)
+TESTED_NUMBA = ((0, 68),)
+
+
+def supported(version: str) -> bool:
+    """Whether numba ``version`` is one the link-only compile was checked on, with the
+    private steps it relies on."""
+    try:
+        major_minor = tuple(int(x) for x in version.split(".")[:2])
+    except ValueError:                 # a development build's version string
+        return False
+    needed = ("_optimize_final_module", "_finalize_final_module", "_finalize_dynamic_globals",
+              "_verify_declare_only_symbols", "serialize_using_object_code", "_unserialize")
+    return major_minor in TESTED_NUMBA and all(hasattr(JITCodeLibrary, n) for n in needed)
+
+
+#: the installed numba is one the link-only libraries work on (they are read back from a
+#: cache whenever it is, whether or not new compiles use them)
+SUPPORTED = supported(numba.__version__)
+#: new compiles of functions only the loop calls are link-only (see the module's docstring)
+ENABLED = SUPPORTED and os.environ.get("CCMOD_LINK_ONLY") != "0"
 
 #: the cache's kind for a link-only library (its IR, as bitcode)
 KIND = "ccmod-link-only"
@@ -96,8 +127,9 @@ _PENDING_ENVS: dict = {}
 
 def install(codegen) -> None:
     """Make ``codegen`` (numba's CPU JIT code generator) create :class:`LinkOnlyLibrary`
-    libraries, and let it skip the environment of a function not in the engine."""
-    if getattr(codegen, "_ccmod_link_only", False):
+    libraries, and let it skip the environment of a function not in the engine (nothing
+    unless :data:`SUPPORTED`)."""
+    if not SUPPORTED or getattr(codegen, "_ccmod_link_only", False):
         return
     original = codegen.set_env
 
