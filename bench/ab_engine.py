@@ -33,23 +33,6 @@ sys.path[:0] = [str(HERE), str(ROOT)]      # bench_engine, and ccmod for the wor
 import bench_engine as be  # noqa: E402 - the workloads and the child mode
 
 
-def make_case(name: str, workdir: str, n: int) -> tuple[dict, str]:
-    """bench_engine's workload ``name`` (random64, incastK, light16) and its network."""
-    if name == "random64":
-        return be.write_case(workdir, f"random64_{n}", be.random_pairs(64, n, 1),
-                             list(range(64))), be.STAR
-    if name.startswith("incast"):
-        k = int(name[len("incast"):])
-        return be.write_case(workdir, f"{name}_{n}", be.incast(k, n),
-                             list(range(k)) + [k] * k), be.STAR
-    if name == "light16":
-        return be.write_case(workdir, f"light16_{n}",
-                             be.random_pairs(16, n, 2, compute_mean_s=1e-4),
-                             list(range(16))), "myrinet16"
-    raise SystemExit(f"ab_engine: unknown case {name!r}: random64, incastK (K = 1, 16, "
-                     f"128, 512, 1024, ...), light16")
-
-
 def child(tree: str, case: dict, network: str, sharing: str) -> dict:
     """One fresh process of ``tree``'s ccmod on ``case`` (bench_engine's child mode)."""
     env = dict(os.environ, PYTHONPATH=tree)
@@ -71,15 +54,16 @@ def summary(runs: list[dict]) -> dict:
             "B_per_record": statistics.median(r["mem_B_per_record"] for r in runs)}
 
 
-def ab(base: str, other: str, case: dict, network: str, sharing: str, runs: int) -> dict:
-    """Alternate ``runs`` fresh processes of each tree; their summaries."""
-    for tree in (base, other):           # numba's first-run compile, not counted
+def ab(base: str, other: str, case: dict, network: str, sharing: str, runs: int):
+    """Alternate ``runs`` fresh processes of each tree; (base's, other's) summaries."""
+    trees = (base, other)
+    for tree in trees:                   # numba's first-run compile, not counted
         child(tree, case, network, sharing)
-    out = {base: [], other: []}
+    out = ([], [])
     for i in range(runs):
-        for tree in ((base, other) if i % 2 == 0 else (other, base)):
-            out[tree].append(child(tree, case, network, sharing))
-    return {tree: summary(r) for tree, r in out.items()}
+        for side in ((0, 1) if i % 2 == 0 else (1, 0)):
+            out[side].append(child(trees[side], case, network, sharing))
+    return summary(out[0]), summary(out[1])
 
 
 def main() -> None:
@@ -94,7 +78,7 @@ def main() -> None:
     a = ap.parse_args()
     workdir = a.workdir or tempfile.mkdtemp(prefix="ccmod-ab-")
     Path(workdir).mkdir(parents=True, exist_ok=True)
-    case, network = make_case(a.case, workdir, int(1_000_000 * a.scale))
+    case, network = be.make_case(a.case, workdir, int(1_000_000 * a.scale))
     worktree = None
     base = a.base
     if not Path(base).is_dir():
@@ -103,18 +87,16 @@ def main() -> None:
                         base], check=True)
         base = worktree
     try:
-        res = ab(base, a.other, case, network, a.sharing, a.runs)
+        b, o = ab(base, a.other, case, network, a.sharing, a.runs)
     finally:
         if worktree:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", worktree])
     print(f"{a.case} --sharing {a.sharing}, {case['records']:,} records, {a.runs} runs each, "
           f"alternating fresh processes, medians")
     print("| side | engine wall s (min-max) | loop s | B/record |\n|---|---|---|---|")
-    for name, tree in (("base " + a.base, base), ("other " + a.other, a.other)):
-        s = res[tree]
+    for name, s in (("base " + a.base, b), ("other " + a.other, o)):
         print(f"| {name} | {s['engine_wall_s']:.3f} ({s['engine_min_s']:.3f}-"
               f"{s['engine_max_s']:.3f}) | {s['loop_s']:.3f} | {s['B_per_record']:.1f} |")
-    b, o = res[base], res[a.other]
     print(f"other / base: engine wall {o['engine_wall_s'] / b['engine_wall_s']:.3f}, "
           f"loop {o['loop_s'] / b['loop_s']:.3f}")
 

@@ -198,6 +198,22 @@ def run_simgrid(binary, case):
             "peak_MB": int(p.stderr.strip().splitlines()[-1]) / 1024}
 
 
+def make_case(name: str, workdir, n: int):
+    """Workload ``name`` (random64, incastK, light16; see the module's docstring) of ``n``
+    records, written under ``workdir`` (once), and the network it runs on."""
+    if name == "random64":
+        return write_case(workdir, f"random64_{n}", random_pairs(64, n, 1),
+                          list(range(64))), STAR
+    if name.startswith("incast") and name[len("incast"):].isdigit():
+        k = int(name[len("incast"):])
+        return write_case(workdir, f"{name}_{n}", incast(k, n), list(range(k)) + [k] * k), STAR
+    if name == "light16":
+        return write_case(workdir, f"light16_{n}", random_pairs(16, n, 2, compute_mean_s=1e-4),
+                          list(range(16))), "myrinet16"
+    raise SystemExit(f"unknown case {name!r}: random64, incastK (K = 1, 16, 128, 512, "
+                     f"1024, ...), light16")
+
+
 def build_simgrid(workdir):
     """Compile bench/simgrid_replay.cpp; None when SimGrid or g++ is absent."""
     if not shutil.which("g++") or not shutil.which("pkg-config"):
@@ -267,18 +283,15 @@ def main() -> None:
         rows.append(row)
         print(_fmt(row), file=sys.stderr, flush=True)
 
-    P = 64
-    c = write_case(workdir, f"random64_{N}", random_pairs(P, N, 1), list(range(P)))
+    c, net = make_case("random64", workdir, N)
     for sharing in ("ccmod", "maxmin"):
-        case_row("random64", c, sharing, STAR, True)
+        case_row("random64", c, sharing, net, True)
     for K in (1, 16, 128, 512, 1024):
-        name = f"incast{K}_{N}"
-        c = write_case(workdir, name, incast(K, N), list(range(K)) + [K] * K)
-        case_row(f"incast{K}", c, "ccmod", STAR, K == 512)
-    c = write_case(workdir, f"light16_{N}", random_pairs(16, N, 2, compute_mean_s=1e-4),
-                   list(range(16)))
-    case_row("light16", c, "ccmod", "myrinet16", False)
-    small = write_case(workdir, "random64_2000", random_pairs(P, 2000, 3), list(range(P)))
+        c, net = make_case(f"incast{K}", workdir, N)
+        case_row(f"incast{K}", c, "ccmod", net, K == 512)
+    c, net = make_case("light16", workdir, N)
+    case_row("light16", c, "ccmod", net, False)
+    small = write_case(workdir, "random64_2000", random_pairs(64, 2000, 3), list(range(64)))
     r = run_ccmod(small, "ccmod", STAR, env={"NUMBA_DISABLE_JIT": "1"})
     rows.append({"case": "nojit-random64", "sharing": "ccmod", "records": r["records"],
                  "engine_rec_per_s": r["records"] / r["wall_s"], "engine_wall_s": r["wall_s"],
