@@ -187,7 +187,8 @@ def _load_runtime(ctx, path, key):
     if len(obj) != n or not bitcode:
         return None
     try:
-        return ctx.codegen().unserialize_library(("nrt", "object", (obj, bitcode)))
+        from ccmod.kernel.linkonly import load_object
+        return load_object(ctx.codegen(), None, "nrt", obj, bitcode)
     except Exception:                # a damaged file: compiled again (and rewritten)
         return None
 
