@@ -66,14 +66,14 @@ def test_runtime_file_checked_before_use(tmp_path):
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="about compiled code")
 def test_object_symbols_read_from_the_object_file():
     """A library loaded from object code keeps its bitcode unparsed
-    (:func:`ccmod.kernel.linkonly.load_object`): the symbols it defines, read from the
+    (:func:`ccmod.jit.load_object`): the symbols it defines, read from the
     object file's symbol table, are the ones numba reads from the parsed module."""
     import llvmlite.binding as ll
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys
     import ccmod.kernel.compiled  # noqa: F401 - numba_startup
     from ccmod.jit import _RUNTIME_MAGIC, _runtime_cache_file
-    from ccmod.kernel.linkonly import _defined_symbols
+    from ccmod.jit import _defined_symbols
     rtsys.initialize(cpu_target.target_context)       # the runtime's file, written once
     path, key = _runtime_cache_file(cpu_target.target_context)
     if not path.exists():

@@ -33,6 +33,8 @@ import numba
 from llvmlite import binding as ll
 from numba.core.codegen import JITCodeLibrary
 
+from ccmod.jit import LazyLinking, load_object
+
 #: numba releases (major, minor) the link-only compile was checked on (tests/test_linkonly.py)
 TESTED_NUMBA = ((0, 68),)
 
@@ -57,19 +59,6 @@ ENABLED = SUPPORTED and os.environ.get("CCMOD_LINK_ONLY") != "0"
 
 #: the cache's kind for a link-only library (its IR, as bitcode)
 KIND = "ccmod-link-only"
-
-
-class LazyLinking:
-    """A library loaded from object code keeps its module for linking as bitcode until a
-    compile links it in (:func:`load_object`)."""
-
-    _lazy_bitcode = None
-
-    def _get_module_for_linking(self):
-        if self._shared_module is None and self._lazy_bitcode is not None:
-            self._shared_module = ll.parse_bitcode(self._lazy_bitcode)
-            self._lazy_bitcode = None
-        return super()._get_module_for_linking()
 
 
 class LinkOnlyLibrary(LazyLinking, JITCodeLibrary):
@@ -133,61 +122,6 @@ class LinkOnlyLibrary(LazyLinking, JITCodeLibrary):
         self._final_module = ll.parse_bitcode(data)
         self._finalize_final_module()
         return self
-
-
-class _ObjectLibrary(LazyLinking, JITCodeLibrary):
-    """numba's JIT library with :class:`LazyLinking` (the runtime's, :mod:`ccmod.jit`)."""
-
-
-def load_object(codegen, cls, name, object_code, bitcode):
-    """numba's ``_unserialize`` of a library cached as object code, without reading its
-    bitcode into an LLVM module: that module is only linked into a new compile, and a
-    warm run compiles nothing. Parsed, the loop's and the runtime's cost ~6 MB of memory
-    in every process (and the loop's ~30 ms); the symbols the engine must know as
-    defined are read from the object file's symbol table instead. ``cls``: the library
-    class (None: :class:`_ObjectLibrary`). numba's own steps when the object file is not
-    one this reads (ELF, 64-bit, little-endian) or numba is not a checked release."""
-    names = _defined_symbols(object_code) if SUPPORTED else None
-    if names is None:
-        return JITCodeLibrary._unserialize.__func__(
-            cls or JITCodeLibrary, codegen, (name, "object", (object_code, bitcode)))
-    self = (cls or _ObjectLibrary)(codegen, name)
-    self.enable_object_caching()
-    self._set_compiled_object(object_code)
-    self._lazy_bitcode = bitcode
-    self._finalize_final_module()
-    codegen._engine._defined_symbols |= names
-    return self
-
-
-def _defined_symbols(obj):
-    """The names an ELF64 little-endian object file defines (its symbol tables' data,
-    function and untyped entries with a section), or None for any other file."""
-    import numpy as np
-    b = bytes(obj)
-    if b[:6] != b"\x7fELF\x02\x01" or len(b) < 64:
-        return None
-    shoff = int.from_bytes(b[0x28:0x30], "little")
-    shentsize = int.from_bytes(b[0x3A:0x3C], "little")
-    shnum = int.from_bytes(b[0x3C:0x3E], "little")
-    if shentsize != 64 or shoff + 64 * shnum > len(b):
-        return None
-    sh = np.frombuffer(b, np.dtype([("name", "<u4"), ("type", "<u4"), ("flags", "<u8"),
-                                   ("addr", "<u8"), ("offset", "<u8"), ("size", "<u8"),
-                                   ("link", "<u4"), ("info", "<u4"), ("align", "<u8"),
-                                   ("entsize", "<u8")]), shnum, shoff)
-    sym_t = np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"),
-                      ("value", "<u8"), ("size", "<u8")])
-    names = set()
-    for s in sh[sh["type"] == 2]:                  # SHT_SYMTAB
-        strtab = sh[s["link"]]
-        lo, hi = int(strtab["offset"]), int(strtab["offset"] + strtab["size"])
-        syms = np.frombuffer(b, sym_t, int(s["size"]) // 24, int(s["offset"]))
-        named = (syms["shndx"] != 0) & (syms["name"] != 0) & ((syms["info"] & 15) <= 2)
-        for off in syms["name"][named]:           # defined: no type, data or function
-            end = b.index(b"\0", lo + int(off), hi)
-            names.add(b[lo + int(off):end].decode())
-    return names
 
 
 #: environments of link-only functions (numba sets each compiled function's environment
