@@ -11,6 +11,7 @@ import sys
 
 import typer
 
+from ccmod.cli_coerce import install as install_plain_conversion
 from ccmod.errors import CcmodError, one_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -24,8 +25,25 @@ _COMMAND_MODULES = ("ccmod.cli_run", "ccmod.cli_fit", "ccmod.cli_workloads", "cc
                     "ccmod.cli_dataflow")
 
 
-def _register_all() -> None:
-    for mod in _COMMAND_MODULES:
+#: the module of each command (a command given on the command line registers only its
+#: module: importing and building the others' commands is ~0.05 s of every start-up);
+#: tests/test_cli_coerce.py checks it against what the modules register
+COMMAND_MODULE = {
+    "run": "ccmod.cli_run", "networks": "ccmod.cli_run", "sharing": "ccmod.cli_run",
+    "fit": "ccmod.cli_fit", "info": "ccmod.cli_workloads", "convert": "ccmod.cli_workloads",
+    "formats": "ccmod.cli_workloads", "generate": "ccmod.cli_generate",
+    "report": "ccmod.cli_outputs", "sinks": "ccmod.cli_outputs", "lopc": "ccmod.cli_analytic",
+    "mva": "ccmod.cli_analytic", "overflow": "ccmod.cli_analytic",
+    "crosscheck": "ccmod.cli_analytic", "sweep": "ccmod.cli_sweep",
+    "sweep-report": "ccmod.cli_sweep", "link-rules": "ccmod.cli_dataflow",
+    "dataflow": "ccmod.cli_dataflow"}
+_registered: list = []          # the modules whose commands are in `app`, in order
+
+
+def _register(mods) -> None:
+    for mod in mods:
+        if mod in _registered:
+            continue
         try:
             m = importlib.import_module(mod)
         except ModuleNotFoundError as exc:
@@ -33,9 +51,33 @@ def _register_all() -> None:
                 continue
             raise
         m.register(app)
+        _registered.append(mod)
 
 
-_register_all()
+def _register_all() -> None:
+    """Every command, in :data:`_COMMAND_MODULES`' order (``--help`` lists them so)."""
+    if _registered == [m for m in _COMMAND_MODULES if m in _registered] and \
+            len(_registered) == len(_COMMAND_MODULES):
+        return
+    app.registered_commands.clear()
+    app.registered_groups.clear()
+    _registered.clear()
+    _register(_COMMAND_MODULES)
+
+
+def _register_for(args: list) -> None:
+    """The commands ``args`` can reach: the named command's module alone when the first
+    argument names one (a plain ``ccmod run ...``), else all (help, a typo's suggestions)."""
+    mod = COMMAND_MODULE.get(args[0]) if args else None
+    if mod is None or "--help" in args[:1]:
+        _register_all()
+    elif not _registered or _registered == [mod]:
+        _register([mod])
+    else:
+        _register_all()      # commands of several modules already in: keep the order
+
+
+install_plain_conversion()
 
 
 def _quiet_library_logs() -> None:
@@ -105,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     guard.set_allow_outside_paths("--allow-outside-paths" in args)
     args = [a for a in args if a != "--allow-outside-paths"]
+    _register_for(args)
     try:
         with warnings.catch_warnings():
             # library warnings (numpy RuntimeWarning, matplotlib UserWarning...) are not

@@ -187,7 +187,7 @@ def _load_runtime(ctx, path, key):
     if len(obj) != n or not bitcode:
         return None
     try:
-        return load_object(ctx.codegen(), None, "nrt", obj, bitcode)
+        return ctx.codegen().unserialize_library(("nrt", "object", (obj, bitcode)))
     except Exception:                # a damaged file: compiled again (and rewritten)
         return None
 
@@ -206,82 +206,3 @@ def _save_runtime(library, path, key) -> None:
         os.replace(tmp, path)
     except Exception:
         pass
-
-
-class LazyLinking:
-    """Mixin of numba's JIT library: loaded from object code (:func:`load_object`), it
-    keeps the module it is linked into later compiles with as bitcode until one does."""
-
-    _lazy_bitcode = None
-
-    def _get_module_for_linking(self):
-        if self._shared_module is None and self._lazy_bitcode is not None:
-            from llvmlite import binding as ll
-            self._shared_module = ll.parse_bitcode(self._lazy_bitcode)
-            self._lazy_bitcode = None
-        return super()._get_module_for_linking()
-
-
-_object_library = None
-#: numba's private steps :func:`load_object` takes (checked before use)
-_LOAD_STEPS = ("enable_object_caching", "_set_compiled_object", "_finalize_final_module",
-               "_get_module_for_linking", "_unserialize")
-
-
-def load_object(codegen, cls, name, object_code, bitcode):
-    """numba's ``_unserialize`` of a library cached as object code (the loop's entry,
-    numba's runtime), without reading its bitcode into an LLVM module: that module is
-    only linked into a new compile, and a warm run compiles nothing. Parsed, the loop's
-    and the runtime's cost ~6 MB of memory in every process (and the loop's ~30 ms). The
-    symbols the execution engine must know as defined are read from the object file's
-    symbol table instead. ``cls``: the library class, a :class:`LazyLinking` (None: numba's
-    JIT library with it). numba's own steps when the object file is not one this reads
-    (ELF, 64-bit, little-endian) or numba's internals moved."""
-    from numba.core.codegen import JITCodeLibrary
-    global _object_library
-    if _object_library is None:
-        _object_library = type("ObjectLibrary", (LazyLinking, JITCodeLibrary), {})
-    cls = cls or _object_library
-    names = _defined_symbols(object_code)
-    if names is None or not all(hasattr(cls, n) for n in _LOAD_STEPS) or \
-            not isinstance(getattr(codegen._engine, "_defined_symbols", None), set):
-        return JITCodeLibrary._unserialize.__func__(
-            cls if cls is not _object_library else JITCodeLibrary, codegen,
-            (name, "object", (object_code, bitcode)))
-    self = cls(codegen, name)
-    self.enable_object_caching()
-    self._set_compiled_object(object_code)
-    self._lazy_bitcode = bitcode
-    self._finalize_final_module()
-    codegen._engine._defined_symbols |= names
-    return self
-
-
-def _defined_symbols(obj):
-    """The names an ELF64 little-endian object file defines (its symbol tables' data,
-    function and untyped entries with a section), or None for any other file."""
-    import numpy as np
-    b = bytes(obj)
-    if b[:6] != b"\x7fELF\x02\x01" or len(b) < 64:
-        return None
-    shoff = int.from_bytes(b[0x28:0x30], "little")
-    shentsize = int.from_bytes(b[0x3A:0x3C], "little")
-    shnum = int.from_bytes(b[0x3C:0x3E], "little")
-    if shentsize != 64 or shoff + 64 * shnum > len(b):
-        return None
-    sh = np.frombuffer(b, np.dtype([("name", "<u4"), ("type", "<u4"), ("flags", "<u8"),
-                                   ("addr", "<u8"), ("offset", "<u8"), ("size", "<u8"),
-                                   ("link", "<u4"), ("info", "<u4"), ("align", "<u8"),
-                                   ("entsize", "<u8")]), shnum, shoff)
-    sym_t = np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"),
-                      ("value", "<u8"), ("size", "<u8")])
-    names = set()
-    for s in sh[sh["type"] == 2]:                  # SHT_SYMTAB
-        strtab = sh[s["link"]]
-        lo, hi = int(strtab["offset"]), int(strtab["offset"] + strtab["size"])
-        syms = np.frombuffer(b, sym_t, int(s["size"]) // 24, int(s["offset"]))
-        named = (syms["shndx"] != 0) & (syms["name"] != 0) & ((syms["info"] & 15) <= 2)
-        for off in syms["name"][named]:           # defined: no type, data or function
-            end = b.index(b"\0", lo + int(off), hi)
-            names.add(b[lo + int(off):end].decode())
-    return names

@@ -61,28 +61,3 @@ def test_runtime_file_checked_before_use(tmp_path):
     assert _load_runtime(None, path, key) is None                     # truncated
     path.write_bytes(_RUNTIME_MAGIC + key + (6).to_bytes(8, "little") + b"abcdef")
     assert _load_runtime(None, path, key) is None                     # no bitcode
-
-
-@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="about compiled code")
-def test_object_symbols_read_from_the_object_file():
-    """A library loaded from object code keeps its bitcode unparsed
-    (:func:`ccmod.jit.load_object`): the symbols it defines, read from the
-    object file's symbol table, are the ones numba reads from the parsed module."""
-    import llvmlite.binding as ll
-    from numba.core.registry import cpu_target
-    from numba.core.runtime import rtsys
-    import ccmod.kernel.compiled  # noqa: F401 - numba_startup
-    from ccmod.jit import _RUNTIME_MAGIC, _runtime_cache_file
-    from ccmod.jit import _defined_symbols
-    rtsys.initialize(cpu_target.target_context)       # the runtime's file, written once
-    path, key = _runtime_cache_file(cpu_target.target_context)
-    if not path.exists():
-        pytest.skip("no runtime file (a read-only cache)")
-    data = path.read_bytes()[len(_RUNTIME_MAGIC) + len(key):]
-    n = int.from_bytes(data[:8], "little")
-    obj, bitcode = data[8:8 + n], data[8 + n:]
-    mod = ll.parse_bitcode(bitcode)
-    defined = {g.name for group in (mod.functions, mod.global_variables) for g in group
-               if not g.is_declaration}
-    assert defined and _defined_symbols(obj) == defined
-    assert _defined_symbols(b"not an object file") is None
