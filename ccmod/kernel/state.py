@@ -349,7 +349,7 @@ def own_routes(A, route_ptr, route_res, okey=None):
     if okey is None:
         okey = np.arange(max(M, 0), dtype=np.int64)
     A.struct(Routes, route_ptr=("i", M + 1, np.asarray(route_ptr, np.int64)),
-             route_res=("i", len(route_res), np.asarray(route_res, np.int64)),
+             route_res=("j", len(route_res), np.asarray(route_res)),
              okey=("i", M, okey))
     rp = A.where(Routes, "route_ptr")
     return rp, A.where(Routes, "route_res"), ("=", "i", rp[2] + 1, M), A.where(Routes, "okey")
