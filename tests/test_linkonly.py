@@ -129,3 +129,27 @@ def test_numba_own_compile_gives_the_same_results(tmp_path):
                        capture_output=True)
         outs[flag] = {p.name: p.read_bytes() for p in out.glob("*.parquet")}
     assert outs["0"] and outs["0"] == outs["1"]
+
+
+def test_internalize_makes_linked_copies_private_only():
+    # cheap: a hand-made module; linked copies (linkonce_odr) become internal so LLVM may
+    # drop their unused arguments and inline them; the module's own (external) functions,
+    # the ones numba asks addresses of, and declarations stay as they were
+    from llvmlite import binding as ll
+    from ccmod.kernel.linkonly import internalize
+    mod = ll.parse_assembly("""
+        declare i64 @outside(i64)
+        define linkonce_odr i64 @callee(i64 %a, i64 %unused) {
+          %r = call i64 @outside(i64 %a)
+          ret i64 %r
+        }
+        define i64 @entry(i64 %a) {
+          %r = call i64 @callee(i64 %a, i64 7)
+          ret i64 %r
+        }
+    """)
+    internalize(mod)
+    link = {fn.name: fn.linkage for fn in mod.functions}
+    assert link == {"outside": ll.Linkage.external, "callee": ll.Linkage.internal,
+                    "entry": ll.Linkage.external}
+    mod.verify()
