@@ -79,6 +79,8 @@ def _objects(disp):
     cf = disp._cache._cache_file
     for fname in cf._load_index().values():
         obj = cf._load_data(fname)[0][2][0]     # (name, "object", (object, bitcode))
+        if not isinstance(obj, bytes):          # a link-only entry (IR, no object)
+            continue
         for mangled, ov in by_name.items():
             if mangled.encode() in obj and all(o is not ov for o, _ in out):
                 out.append((ov, obj))
@@ -160,7 +162,7 @@ def _case(name, nrec, sharing):
     return incast(K, nrec), STAR, {"mapping": str(mp)}
 
 
-def _annotate(data, items, objs, pattern, limit=60):
+def _annotate(data, items, objs, pattern, limit=int(os.environ.get("ANN_LIMIT", 60))):
     """Print the hottest instructions of the functions whose name contains ``pattern``."""
     raw = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True,
                          text=True).stdout.split()

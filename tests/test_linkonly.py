@@ -131,6 +131,47 @@ def test_numba_own_compile_gives_the_same_results(tmp_path):
     assert outs["0"] and outs["0"] == outs["1"]
 
 
+def test_cached_machine_code_loads_without_parsing_its_bitcode():
+    # cheap: a hand-made module (an exported function calling an internal one, a global)
+    # turned into machine code by the target machine, as numba's cache holds it
+    import ctypes
+
+    import llvmlite.binding as ll
+    from llvmlite import ir
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+    from ccmod.kernel.linkonly import LinkOnlyLibrary, defined_symbols, install
+
+    codegen = cpu_target.target_context.codegen()
+    install(codegen)
+    mod = codegen._create_empty_module("t3")
+    i64 = ir.IntType(64)
+    inner = ir.Function(mod, ir.FunctionType(i64, [i64]), name="ccmod_test_inner")
+    inner.linkage = "internal"
+    b = ir.IRBuilder(inner.append_basic_block())
+    b.ret(b.mul(inner.args[0], ir.Constant(i64, 3)))
+    outer = ir.Function(mod, ir.FunctionType(i64, [i64]), name="ccmod_test_thrice_plus1")
+    b = ir.IRBuilder(outer.append_basic_block())
+    b.ret(b.add(b.call(inner, [outer.args[0]]), ir.Constant(i64, 1)))
+    gv = ir.GlobalVariable(mod, i64, name="ccmod_test_global")
+    gv.initializer = ir.Constant(i64, 5)
+    llmod = ll.parse_assembly(str(mod))
+    obj, bitcode = codegen._tm.emit_object(llmod), llmod.as_bitcode()
+    # the names numba would read from the bitcode's definitions
+    want = {g.name for gs in (llmod.functions, llmod.global_variables) for g in gs
+            if not g.is_declaration}
+    assert defined_symbols(obj) == want
+    assert defined_symbols(b"not an object") is None
+    with global_compiler_lock:
+        lib = LinkOnlyLibrary._unserialize(codegen, ("t3", "object", (obj, bitcode)))
+        assert lib._lazy_bitcode is not None and lib._shared_module is None
+        assert all(codegen._engine.is_symbol_defined(n) for n in want)
+        addr = lib.get_pointer_to_function("ccmod_test_thrice_plus1")
+        assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(addr)(4) == 13
+        linked = lib._get_module_for_linking()          # a compile linking it: parsed now
+        assert lib._lazy_bitcode is None and linked.get_function("ccmod_test_thrice_plus1")
+
+
 def test_internalize_makes_linked_copies_private_only():
     # cheap: a hand-made module; linked copies (linkonce_odr) become internal so LLVM may
     # drop their unused arguments and inline them; the module's own (external) functions,

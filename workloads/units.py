@@ -56,9 +56,13 @@ class ExactSum:
             self.parts[ex - 53] = self.parts.get(ex - 53, 0) + v
 
     def value(self) -> float:
-        from fractions import Fraction
         if self.other != 0.0 or self.other != self.other:
             return self.other
-        total = sum((Fraction(v) * Fraction(2) ** e for e, v in self.parts.items()),
-                    Fraction(0))
-        return float(total)
+        if not self.parts:
+            return 0.0
+        # the exact total is an integer times 2**low: Python's int -> float and int / int
+        # are correctly rounded (as Fraction's float() is, without importing fractions and
+        # decimal at every run's start-up)
+        low = min(self.parts)
+        total = sum(v << (e - low) for e, v in self.parts.items())
+        return float(total << low) if low >= 0 else total / (1 << -low)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccmod.kernel.compiled import leaf
+from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.heaps import heap_push, heap_remove
 from ccmod.kernel.rawbuf import as_i32
 
@@ -83,6 +83,13 @@ def _others_add(S, I, F, e, b, m):
 
 
 @leaf
+def pair_entry(I, F, e, b, m):
+    """:func:`_others_add` with its own offsets (out of line: a caller that pairs only
+    now and then does not load the ~20 offsets of pairing at every call)."""
+    _others_add(cc_state(I), I, F, e, b, m)
+
+
+@leaf
 def defer(S, I, F, e, b, m):
     """Route entry e of message m, alone on r = res(e), joins group b elsewhere: pair it,
     or defer it when r cannot bind before b while r stays as it is (its share above b's
@@ -92,7 +99,7 @@ def defer(S, I, F, e, b, m):
     s = F[S.share + r]
     cap = min(F[S.free + b], 1.0)
     if s < cap:
-        _others_add(S, I, F, e, b, m)
+        pair_entry(I, F, e, b, m)
         return
     I[S.dfr + r] = e
     I[S.dgrp + r] = b
@@ -152,6 +159,7 @@ def _pair_member(S, I, F, b, m):
 
 @leaf
 def _others_del(S, I, F, e):
+    """Route entry e leaves its pair (or its deferral, if any)."""
     J = as_i32(I)
     p = J[S.e_pair + e]
     if p < 0:
@@ -159,6 +167,15 @@ def _others_del(S, I, F, e):
         if I[S.dfr + r] == e:
             _undefer(S, I, F, r)
         return
+    _unpair(I, F, e, p)
+
+
+@leaf
+def _unpair(I, F, e, p):
+    """Route entry e leaves pair p (freed when it empties). Out of line, with its own
+    offsets (as :func:`pair_entry`)."""
+    J = as_i32(I)
+    S = cc_state(I)
     nx = J[S.e_next + e]
     pv = J[S.e_prev + e]
     if pv >= 0:

@@ -48,7 +48,7 @@ from ccmod.kernel.state import CcState
 from ccmod.kernel.cc_groups import g_add, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CHK, N_DEC, N_DONE, N_FRESH, N_INC, N_NEW,
                                    N_PF, N_TCH, _others_add, _others_del, defer,
-                                   pair_deferred, pair_group_deferred)
+                                   pair_deferred, pair_entry, pair_group_deferred)
 from ccmod.kernel.heaps import (heap_update, iheap_push, iheap_remove, iheap_update,
                                 resource_segments, sort_ids, sort_keyed)
 
@@ -235,8 +235,22 @@ def _join(I, F, m, r, t, remaining, fresh):
             if I[S.count + I[S.route_res + e]] == 1:
                 defer(S, I, F, e, r, m)
             else:
-                _others_add(S, I, F, e, r, m)
+                pair_entry(I, F, e, r, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+
+
+@leaf
+def _pair_before_change(I, F, r):
+    """Resource r is about to change and holds an entry left unpaired (a message alone on
+    its route, or a deferred entry): pair it. Out of line, with its own offsets: the
+    callers' common path (a start on a resource with nothing unpaired) then loads only
+    the offsets it uses (each offset a function uses is loaded, and kept on the stack,
+    at every call)."""
+    S = cc_state(I)
+    if I[S.lone + r] >= 0:
+        _pairs_of_lone(S, I, F, r)
+    else:
+        pair_deferred(S, I, F, r)
 
 
 @leaf
@@ -279,12 +293,13 @@ def _beats(F, share, r, b):
 
 
 @leaf
-def _check(S, I, F, b, nc):
+def _check(I, F, b, nc):
     """Add to the candidates every member of group b crossing a resource that now binds
     before b: walk b's heap of pairs (keyed by that resource's share) down to the keys
     above share[b]; returns the new number of candidates. Deferred entries are paired
     first when share[b] reached the lower bound of their keys."""
     J = as_i32(I)
+    S = cc_state(I)
     sb = F[S.share + b]
     if F[S.dmin + b] <= sb:
         pair_group_deferred(S, I, F, b)
@@ -367,12 +382,36 @@ def _flush_new(I, F):
 
 @leaf
 def _flush(I, F):
-    J = as_i32(I)
     S = cc_state(I)
     si = S.si
     t = F[S.sf]
-    # a changed share on r re-keys r's pairs; a lower one may attract members of the
-    # pairs' groups, a higher share[b] may let members of b leave: check those groups
+    # (each step a function of its own, with its own offsets: one that has nothing to do
+    # costs a test, not the loads of every offset the others use)
+    if I[si + N_DEC] != 0 or I[si + N_INC] != 0:
+        nc = _flush_checks(I, F)
+        if nc > 0:
+            _flush_moves(I, F, nc, t)
+    for i in range(I[si + N_NEW]):
+        m = I[S.new_m + i]
+        _, b = _best(S, I, F, m, -1)
+        _join(I, F, m, b, t, F[S.new_w + i], True)
+    I[si + N_NEW] = 0
+    nt = I[si + N_TCH]
+    sort_ids(I, S.tch_l, nt)
+    I[si + N_TCH] = 0
+    for i in range(nt):
+        r = I[S.tch_l + i]
+        I[S.tch_f + r] = 0
+        _touch(I, F, r, t)
+
+
+@leaf
+def _flush_checks(I, F):
+    """A changed share on r re-keys r's pairs; a lower one may attract members of the
+    pairs' groups, a higher share[b] may let members of b leave: check those groups.
+    Returns how many candidates to move (in ``cand_l``)."""
+    S = cc_state(I)
+    si = S.si
     for i in range(I[si + N_DEC]):
         r = I[S.dec_l + i]
         I[S.dec_f + r] = 0
@@ -388,8 +427,16 @@ def _flush(I, F):
     for i in range(I[si + N_CHK]):
         b = I[S.chk_l + i]
         I[S.chk_f + b] = 0
-        nc = _check(S, I, F, b, nc)
+        nc = _check(I, F, b, nc)
     I[si + N_CHK] = 0
+    return nc
+
+
+@leaf
+def _flush_moves(I, F, nc, t):
+    """Move the ``nc`` candidates (in order key order) whose best resource changed."""
+    J = as_i32(I)
+    S = cc_state(I)
     sort_keyed(I, S.cand_l, nc, S.okey)
     for i in range(nc):
         m2 = I[S.cand_l + i]
@@ -399,18 +446,6 @@ def _flush(I, F):
         _, b = _best(S, I, F, m2, -1)
         if b != J[S.bott + m2]:
             _move(I, F, m2, b, t)
-    for i in range(I[si + N_NEW]):
-        m = I[S.new_m + i]
-        _, b = _best(S, I, F, m, -1)
-        _join(I, F, m, b, t, F[S.new_w + i], True)
-    I[si + N_NEW] = 0
-    nt = I[si + N_TCH]
-    sort_ids(I, S.tch_l, nt)
-    I[si + N_TCH] = 0
-    for i in range(nt):
-        r = I[S.tch_l + i]
-        I[S.tch_f + r] = 0
-        _touch(I, F, r, t)
 
 
 @leaf
@@ -430,10 +465,8 @@ def cc_start(I, F, m, t, work):
         cc_at(I, F, t)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = I[S.route_res + e]
-        if I[S.lone + r] >= 0:
-            _pairs_of_lone(S, I, F, r)
-        elif I[S.dfr + r] >= 0:
-            pair_deferred(S, I, F, r)
+        if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
+            _pair_before_change(I, F, r)
         if cc_set_count(I, F, r, t, 1) > 1:
             _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
@@ -451,10 +484,8 @@ def cc_set_free(I, F, r, t, free):
     """Background step: resource r keeps the fraction ``free`` for messages from t on."""
     S = cc_state(I)
     cc_at(I, F, t)
-    if I[S.lone + r] >= 0:
-        _pairs_of_lone(S, I, F, r)
-    elif I[S.dfr + r] >= 0:
-        pair_deferred(S, I, F, r)
+    if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
+        _pair_before_change(I, F, r)
     F[S.v_at + r] = _vclock(S, F, r, t)
     F[S.t_at + r] = t
     old = F[S.share + r]

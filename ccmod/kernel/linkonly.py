@@ -135,9 +135,22 @@ class LinkOnlyLibrary(JITCodeLibrary):
             return (self.name, KIND, self._final_module.as_bitcode())
         return super().serialize_using_object_code()
 
+    #: a cached machine-code library's module for linking, as bitcode not yet parsed
+    _lazy_bitcode = None
+
+    def _get_module_for_linking(self):
+        if self._lazy_bitcode is not None:
+            data, self._lazy_bitcode = self._lazy_bitcode, None
+            self._shared_module = ll.parse_bitcode(data)
+        return super()._get_module_for_linking()
+
     @classmethod
     def _unserialize(cls, codegen, state):
         name, kind, data = state
+        if kind == "object" and SUPPORTED:
+            names = defined_symbols(data[0])
+            if names is not None:
+                return cls._unserialize_object(codegen, name, data, names)
         if kind != KIND:
             return super()._unserialize(codegen, state)
         self = codegen.create_library(name)
@@ -145,6 +158,59 @@ class LinkOnlyLibrary(JITCodeLibrary):
         self._final_module = ll.parse_bitcode(data)
         self._finalize_final_module()
         return self
+
+
+    @classmethod
+    def _unserialize_object(cls, codegen, name, data, names):
+        """numba's load of a cached machine-code library, without parsing its bitcode.
+
+        numba parses the bitcode kept beside the machine code (to link it into a later
+        compile's callers) and walks it for the names it defines (so that the engine is
+        asked only for symbols it has): for the loop's entry 10-20 ms of every warm run,
+        though only a compile ever links it. The names come from the machine code's
+        symbol table (:func:`defined_symbols`; the same set, ``tests/test_linkonly.py``)
+        and the bitcode is parsed when a compile first links the library in.
+        """
+        obj, bitcode = data
+        self = codegen.create_library(name)
+        self.enable_object_caching()
+        self._set_compiled_object(obj)
+        self._lazy_bitcode = bitcode
+        self._finalize_final_module()
+        codegen._engine._defined_symbols |= names
+        return self
+
+
+def defined_symbols(obj: bytes):
+    """The names an x86-64/AArch64 ELF object defines (functions and data, local or global:
+    what numba reads from the matching bitcode's definitions), or None when ``obj`` is not
+    a little-endian 64-bit ELF object this reads."""
+    import struct
+    if len(obj) < 64 or obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        return None
+    try:
+        shoff, = struct.unpack_from("<Q", obj, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+        if shentsize != 64 or shnum == 0:
+            return None
+        names = set()
+        for k in range(shnum):
+            sh = struct.unpack_from("<IIQQQQIIQQ", obj, shoff + 64 * k)
+            if sh[1] != 2:                              # SHT_SYMTAB
+                continue
+            off, size, link, entsize = sh[4], sh[5], sh[6], sh[9]
+            if entsize != 24 or link >= shnum or off + size > len(obj):
+                return None
+            stroff, strsize = struct.unpack_from("<QQ", obj, shoff + 64 * link + 24)
+            strtab = obj[stroff:stroff + strsize]
+            for st_name, st_info, _, shndx, _, _ in struct.iter_unpack("<IBBHQQ",
+                                                                       obj[off:off + size]):
+                # defined (not SHN_UNDEF), named, not a section or file symbol
+                if shndx != 0 and st_name and (st_info & 0xF) not in (3, 4):
+                    names.add(strtab[st_name:strtab.index(b"\0", st_name)].decode())
+        return names
+    except (struct.error, ValueError, UnicodeDecodeError):
+        return None
 
 
 #: environments of link-only functions (numba sets each compiled function's environment
