@@ -468,7 +468,10 @@ def cc_start(I, F, m, t, work):
         if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
             _pair_before_change(I, F, r)
         if cc_set_count(I, F, r, t, 1) > 1:
-            _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
+            if I[S.rp_head + r] >= 0:
+                # (a lower share matters only to r's pairs: without any, every message
+                # on r has its bottleneck at r, or joins at the flush)
+                _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
         # else r was idle: it has no pairs to re-key and its group nothing to re-schedule
         # (a message alone on its route costs no flush work beyond its own join)
@@ -552,6 +555,21 @@ def cc_pop_due(I, F, t, bott_out):
 
 
 @leaf
+def _may_leave(S, I, F, r):
+    """After r's share rose: may its check find anything at the flush? Not when r has no
+    pairs to re-key, its group no pair (``ph_len``) and no deferred entry its share has
+    reached (``dmin``): the check would walk nothing. (An incast's downlink, whose
+    members' other entries are all deferred: each end then only re-schedules the group.)
+    Whatever could add one before the flush marks r itself: a pair in r's group from a
+    change on its resource (re-keyed there with a drop, which marks r; or keyed above
+    r's ceiling), a lowered ``dmin`` only at joins (after the checks) or with a rise of
+    ``free[r]`` (which marks r); a later end at this instant asks again, with the higher
+    share."""
+    return (I[S.rp_head + r] >= 0 or I[S.ph_len + r] > 0 or
+            F[S.dmin + r] <= F[S.share + r])
+
+
+@leaf
 def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     S = cc_state(I)
@@ -564,7 +582,8 @@ def cc_end(I, F, m, t):
         else:
             _others_del(S, I, F, e)
         if cc_set_count(I, F, r, t, -1) > 0:
-            _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
+            if _may_leave(S, I, F, r):
+                _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
         # else r is idle now: no pairs, an empty group (cc_pop_due took m out of its own
         # group and marked it), nothing to check or re-schedule
