@@ -61,3 +61,34 @@ def test_runtime_file_checked_before_use(tmp_path):
     assert _load_runtime(None, path, key) is None                     # truncated
     path.write_bytes(_RUNTIME_MAGIC + key + (6).to_bytes(8, "little") + b"abcdef")
     assert _load_runtime(None, path, key) is None                     # no bitcode
+
+
+PROBE_AFTER_RUN = r"""
+import numpy as np
+import ccmod
+from numba import njit
+from numba.core.runtime import rtsys
+r = ccmod.run("traces/stencil16.ti", "myrinet16", record=False)
+lazy = getattr(rtsys.library, "_lazy_bitcode", None) is not None
+
+
+@njit
+def grow(n):                 # links against the runtime loaded with its bitcode unparsed
+    a = np.arange(n) * 2
+    b = [a]
+    return b[0].sum()
+
+
+print(lazy, grow(10), r.makespan_s > 0)
+"""
+
+
+@pytest.mark.slow
+def test_compile_after_a_cached_run_links_the_runtime(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_DISABLE_JIT", None)
+    for _ in range(2):       # the first run compiles and writes the caches, the second loads
+        p = subprocess.run([sys.executable, "-c", PROBE_AFTER_RUN], capture_output=True,
+                           text=True, env=env, timeout=900, cwd=ROOT)
+        assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["True", "90", "True"]
