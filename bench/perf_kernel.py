@@ -146,6 +146,9 @@ def _case(name, nrec, sharing):
         return random_pairs(64, nrec, 1), STAR, {}
     if name == "light16":
         return random_pairs(16, nrec, 2, compute_mean_s=1e-4), "myrinet16", {}
+    if name.startswith("compute") and name[len("compute"):].isdigit():
+        from profile_kernel import compute_only
+        return compute_only(int(name[len("compute"):]), nrec), STAR, {}
     m = re.fullmatch(r"(incast|spread)(\d+)", name)
     if not m:
         raise SystemExit(f"perf_kernel: unknown case {name!r} (random64, light16, incastK, "

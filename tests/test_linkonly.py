@@ -170,3 +170,27 @@ def test_cached_machine_code_loads_without_parsing_its_bitcode():
         assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(addr)(4) == 13
         linked = lib._get_module_for_linking()          # a compile linking it: parsed now
         assert lib._lazy_bitcode is None and linked.get_function("ccmod_test_thrice_plus1")
+
+
+def test_internalize_makes_linked_copies_private_only():
+    # cheap: a hand-made module; linked copies (linkonce_odr) become internal so LLVM may
+    # drop their unused arguments and inline them; the module's own (external) functions,
+    # the ones numba asks addresses of, and declarations stay as they were
+    from llvmlite import binding as ll
+    from ccmod.kernel.linkonly import internalize
+    mod = ll.parse_assembly("""
+        declare i64 @outside(i64)
+        define linkonce_odr i64 @callee(i64 %a, i64 %unused) {
+          %r = call i64 @outside(i64 %a)
+          ret i64 %r
+        }
+        define i64 @entry(i64 %a) {
+          %r = call i64 @callee(i64 %a, i64 7)
+          ret i64 %r
+        }
+    """)
+    internalize(mod)
+    link = {fn.name: fn.linkage for fn in mod.functions}
+    assert link == {"outside": ll.Linkage.external, "callee": ll.Linkage.internal,
+                    "entry": ll.Linkage.external}
+    mod.verify()

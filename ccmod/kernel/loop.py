@@ -33,7 +33,9 @@ The loop can stop after ``max_events`` horizons and be called again (progress re
 all its state lives in the arrays it is given: two buffers, ``I`` (int64) and ``F``
 (float64), and named tuples of offsets into them (:mod:`ccmod.kernel.state`), so that a
 call costs a few reference counts, not one per field; compiled, the loop's functions see
-each buffer as its data pointer alone (:mod:`ccmod.kernel.rawbuf`).
+each buffer as its data pointer alone (:mod:`ccmod.kernel.rawbuf`). Everything the entry calls
+is private to its compiled module (:func:`ccmod.kernel.linkonly.internalize`): unused
+arguments are dropped and functions called once inlined.
 """
 from __future__ import annotations
 
