@@ -47,10 +47,26 @@ STATE_SCHEMA = pa.schema([("rank", pa.int32()), ("state", pa.dictionary(pa.int8(
 _CODECS = ("snappy", "gzip", "zstd", "brotli", "lz4", "none")
 
 
+#: columns with few distinct values (ranks, links, sizes, states) are dictionary-encoded;
+#: the others (times, ids, slowdowns: mostly distinct) are not. By default the writer
+#: builds a dictionary for every column, finds it too large for the mostly distinct ones
+#: and writes them plain after all: a messages table took ~4x as long to write (0.25 ->
+#: 0.06 s CPU per 131k messages) and came out ~20 % larger
+DICTIONARY_COLUMNS = frozenset({"src", "dst", "tag", "nbytes", "quiet_s", "bottleneck",
+                                "bottleneck_name", "hops", "rank", "state", "resource",
+                                "name", "active", "background"})
+
+
+def dictionary_columns(names) -> list:
+    """The columns of ``names`` written with dictionary encoding (``use_dictionary``)."""
+    return [c for c in names if c in DICTIONARY_COLUMNS]
+
+
 def _table(df: pd.DataFrame, path: Path, compression: str) -> None:
     with atomic_path(path) as tmp:
-        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), str(tmp),
-                       compression=compression)
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        pq.write_table(table, str(tmp), compression=compression,
+                       use_dictionary=dictionary_columns(table.column_names))
 
 
 @SINKS.register()
@@ -141,7 +157,8 @@ class ParquetSink(Sink):
         table = pa.Table.from_arrays([pa.array(rank.astype(np.int32)), st, pa.array(t0),
                                       pa.array(t1)], schema=STATE_SCHEMA)
         with atomic_path(path) as tmp:
-            pq.write_table(table, str(tmp), compression=self.compression)
+            pq.write_table(table, str(tmp), compression=self.compression,
+                           use_dictionary=dictionary_columns(table.column_names))
         return len(rank)
 
 

@@ -56,8 +56,10 @@ class _Appender:
             return
         if self.writer is None:
             self.schema = self.schema or self.pending[0].schema
+            from ccmod.outputs.parquet import dictionary_columns
             self.writer = pq.ParquetWriter(str(self.tmp), self.schema,
-                                           compression=self.compression)
+                                           compression=self.compression,
+                                           use_dictionary=dictionary_columns(self.schema.names))
         table = pa.concat_tables([t if t.schema == self.schema else t.cast(self.schema)
                                   for t in self.pending])
         self.pending, self.npending = [], 0

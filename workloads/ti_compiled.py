@@ -92,7 +92,7 @@ _INIT = int.from_bytes(b"init", "little")
 
 @njit(cache=True)
 def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed, elem_tab,
-               seen, dt_elem, state, rec, rec32, dur, base, side):
+               seen, dt_elem, state, rec, rec32, dur, base, side, tok, tokb):
     """Read the TI lines of ``buf`` from byte ``state[ST_POS]`` until a line starts at or
     after ``stop`` (see :mod:`ccmod.workloads.ti_scan` for the rules and outputs).
 
@@ -103,7 +103,11 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
     non-empty line is listed in the ``S_SLOW_*`` rows for the line parser. ``init`` lines
     also update the rank's element size in ``elem_tab`` (unless ``elem_fixed``); ``seen``
     marks ranks whose first line was reported in the ``S_NEW_*`` rows. Counters live in
-    ``state``; the return value is one of the ``SCAN_*`` codes.
+    ``state``; the return value is one of the ``SCAN_*`` codes. ``tok`` (int64[3, 6]) and
+    ``tokb`` (bool[2, 6]), zeros, hold a line's tokens: allocated by the caller, because
+    an allocation here (numba's ``np.zeros``) makes every process that loads this
+    function from the cache import ``numba.np.arrayobj`` (its environment is pickled with
+    the function's): ~30 ms of each read.
 
     One flat loop without helper calls: a call taking arrays costs reference counting
     per line (measured: 4x the whole pass); few array arguments: each adds to the
@@ -115,11 +119,8 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
     nnew, ninb = state[ST_NNEW], state[ST_NINB]
     # per token of the line (the first 6): bounds, value of its digits after an optional
     # leading '-', whether it is such a digit string, whether it starts with '-'
-    ts = np.zeros(6, np.int64)
-    te = np.zeros(6, np.int64)
-    tv = np.zeros(6, np.int64)
-    td = np.zeros(6, np.bool_)
-    tneg = np.zeros(6, np.bool_)
+    ts, te, tv = tok[0], tok[1], tok[2]
+    td, tneg = tokb[0], tokb[1]
     status = SCAN_DONE
     bad = False
     while pos < stop:

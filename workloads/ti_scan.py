@@ -143,7 +143,8 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
             limit = _I31 if p.nranks is None else min(_I31, p.nranks)
             status = tc.scan_lines(
                 buf, stop, untagged, limit, MAX_TABLE, p.inv_rate, p.elem_bytes is not None,
-                elem, seen, dt_elem, state, *cols, base, side)
+                elem, seen, dt_elem, state, *cols, base, side, np.zeros((3, 6), np.int64),
+                np.zeros((2, 6), np.bool_))
             if status != tc.SCAN_TABLE:
                 break
             elem, seen = _grow(p, elem, seen, int(state[tc.ST_ARG]))

@@ -147,16 +147,21 @@ def cc_set_count(I, F, r, t, delta):
     S = cc_state(I)
     c0 = I[S.count + r]
     c = c0 + delta
-    if c0:
-        if c:
+    # a second change of r at one instant (the starts and ends of an incast) integrates
+    # nothing: the clock and the statistics would add exact zeros (v_at + s * 0.0 is
+    # v_at, the values being >= +0.0)
+    if F[S.t_at + r] != t:
+        if c0 and c:
             # (idle, the share is infinite and the clock stands still; emptied, it
             # restarts below: only a group that keeps members carries its clock on)
             F[S.v_at + r] = _vclock(S, F, r, t)
-        dt = t - F[S.t_chg + r]
-        F[S.area + r] += c0 * dt
-        F[S.busy + r] += dt
-    F[S.t_at + r] = t
-    F[S.t_chg + r] = t
+        F[S.t_at + r] = t
+    if F[S.t_chg + r] != t:
+        if c0:
+            dt = t - F[S.t_chg + r]
+            F[S.area + r] += c0 * dt
+            F[S.busy + r] += dt
+        F[S.t_chg + r] = t
     I[S.count + r] = c
     # BA never exceeds 1 (no faster than quiet): only binds when free > 1, i.e. under
     # ccmod:capacity=ratio where free is a capacity / quiet-bandwidth ratio (free / 1 is

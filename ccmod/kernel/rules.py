@@ -61,7 +61,11 @@ def _cc_due(C, L, I, F, t):
         cc_end(I, F, m, t)
         if C.record:
             log_route(L, I, m, t, CS.count)
-    cc_flush(I, F)
+    if I[CS.si + N_DEC] != 0 or I[CS.si + N_INC] != 0:
+        cc_flush(I, F)
+    # else only re-schedules are pending: left to the next rule_next, after the starts
+    # the ends' waiters make at this instant (nothing reads the completion heap before;
+    # a group touched again then is re-scheduled once, from the same state)
     return nd, CS.done
 
 
