@@ -21,6 +21,7 @@ from ccmod.kernel.codes import SG_MSGSTART
 from ccmod.kernel.compiled import (cc_state, kernel_jit, kernel_jit_by_type, mm_state, msg_in,
                                    msg_st, per_msg)
 from ccmod.kernel.maxmin import F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve, mm_start
+from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.record import log_load, sig
 from ccmod.kernel.state import FC_FLOW_CAP, MmConfig
 
@@ -33,7 +34,7 @@ def log_route(L, I, m, t, count):
     offset of the rule's per-resource counts)."""
     M = msg_in(I)
     for e in range(I[M.route_ptr + m], I[M.route_end + m]):
-        r = I[M.route_res + e]
+        r = as_i32(I)[M.route_res + e]
         log_load(L, (t, r, I[count + r]))
 
 
