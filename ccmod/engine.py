@@ -63,7 +63,7 @@ def capacity_ratio(nresources, capacity_Bps, route_ptr, route_res, flow_cap_Bps)
 
 
 #: Messages fields the arena holds (Messages name, MsgIn name), in their dtype or, integers,
-#: widened (int32 src, dst, route_res and int8 kind): shared, as views of the arena, once
+#: widened (int8 kind): shared, as views of the arena, once
 #: copied in; :func:`message_column` gives a widened one its dtype back for the tables
 _ARENA_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "o_send"),
                  ("o_recv_s", "o_recv"), ("handler_s", "handler_s"),
@@ -340,7 +340,7 @@ class Engine:
         else:
             msgs = self.m
             rp = np.asarray(msgs.route_ptr, np.int64)
-            rr = msgs.route_res      # int32: copied into the int64 arena as it is
+            rr = msgs.route_res      # int32, as the arena holds it (4 bytes per entry less)
             okey = self._order
             fields = dict(
                 nmsg=("v", S), src=("j", S, msgs.src), dst=("j", S, msgs.dst),
@@ -351,7 +351,7 @@ class Engine:
                 unshared=("j", S, self._unshared), kind=("j", S, msgs.kind),
                 handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
                 eager=("j", S, self._eager), route_ptr=("i", S + 1, rp),
-                route_res=("i", len(rr), rr), route_end=("+", "route_ptr", 1, S),
+                route_res=("j", len(rr), rr), route_end=("+", "route_ptr", 1, S),
                 okey=("i", S, np.arange(S, dtype=np.int64) if okey is None else okey),
                 fconst=("v", 0))
             self._eager = self._unshared = okey = None    # in the arena's inputs from here on

@@ -68,9 +68,8 @@ def test_program_is_read_narrow_and_refuses_ids_that_do_not_fit():
 
 
 def test_engine_shares_widened_message_inputs_and_tables_keep_their_dtypes():
-    # src, dst, kind and route_res are held once, as the arena's copies (int32 fields for
-    # src, dst, kind; int64 for route_res), during a run; the result's tables narrow them
-    # back to compile_messages' dtypes
+    # src, dst, kind and route_res are held once, as the arena's copies (int32 fields),
+    # during a run; the result's tables narrow them back to compile_messages' dtypes
     from ccmod.api import load_network
     from ccmod.compile import compile_messages
     from ccmod.engine import Engine, message_column
@@ -82,8 +81,7 @@ def test_engine_shares_widened_message_inputs_and_tables_keep_their_dtypes():
                  np.zeros(net.nresources), record=False)
     for c, a in before.items():
         v = getattr(m, c)
-        want = np.int64 if c == "route_res" else np.int32
-        assert v.dtype == want and not v.flags.writeable and np.shares_memory(v, eng.I)
+        assert v.dtype == np.int32 and not v.flags.writeable and np.shares_memory(v, eng.I)
         n = message_column(m, c)
         assert n.dtype == a.dtype and np.array_equal(n, a)
     r = run(TRACES / "ring16.ti", STAR, record=False)

@@ -52,7 +52,7 @@ def _pair_take(S, I):
 def _others_add(S, I, F, e, b, m):
     """Route entry e of message m (bottlenecked at b elsewhere) joins pair (res(e), b)."""
     J = as_i32(I)
-    r = I[S.route_res + e]
+    r = as_i32(I)[S.route_res + e]
     p = I[S.rp_head + r]
     while p >= 0 and I[S.pb + p] != b:
         p = I[S.rnext + p]
@@ -95,7 +95,7 @@ def defer(S, I, F, e, b, m):
     or defer it when r cannot bind before b while r stays as it is (its share above b's
     ceiling ``min(free[b], 1)``, or equal and r after b), or only once b is down to its
     ceiling (equal, r before b: counted in ``dmin[b]``)."""
-    r = I[S.route_res + e]
+    r = as_i32(I)[S.route_res + e]
     s = F[S.share + r]
     cap = min(F[S.free + b], 1.0)
     if s < cap:
@@ -151,7 +151,7 @@ def pair_group_deferred(S, I, F, b):
 @leaf
 def _pair_member(S, I, F, b, m):
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r = I[S.route_res + e]
+        r = as_i32(I)[S.route_res + e]
         if I[S.dfr + r] == e:
             _undefer(S, I, F, r)
             _others_add(S, I, F, e, b, m)
@@ -163,7 +163,7 @@ def _others_del(S, I, F, e):
     J = as_i32(I)
     p = J[S.e_pair + e]
     if p < 0:
-        r = I[S.route_res + e]
+        r = as_i32(I)[S.route_res + e]
         if I[S.dfr + r] == e:
             _undefer(S, I, F, r)
         return

@@ -184,7 +184,7 @@ def _best(S, I, F, m, exclude):
     best = INF
     br = -1
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r = I[S.route_res + e]
+        r = as_i32(I)[S.route_res + e]
         if r != exclude:
             s = F[S.share + r]
             if s < best or (s == best and r < br):
@@ -223,21 +223,21 @@ def _join(I, F, m, r, t, remaining, fresh):
     g_add(S, I, F, r, m)
     alone = True
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        if I[S.count + I[S.route_res + e]] != 1:
+        if I[S.count + as_i32(I)[S.route_res + e]] != 1:
             alone = False
             break
     if fresh and alone:
         for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-            I[S.lone + I[S.route_res + e]] = m
+            I[S.lone + as_i32(I)[S.route_res + e]] = m
         _touch(I, F, r, t)
         return
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         if not fresh:
             _others_del(S, I, F, e)
         if alone:
-            I[S.lone + I[S.route_res + e]] = m
-        elif I[S.route_res + e] != r:
-            if I[S.count + I[S.route_res + e]] == 1:
+            I[S.lone + as_i32(I)[S.route_res + e]] = m
+        elif as_i32(I)[S.route_res + e] != r:
+            if I[S.count + as_i32(I)[S.route_res + e]] == 1:
                 defer(S, I, F, e, r, m)
             else:
                 pair_entry(I, F, e, r, m)
@@ -269,7 +269,7 @@ def _pairs_of_lone(S, I, F, r):
     m = I[S.lone + r]
     b = J[S.bott + m]
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r2 = I[S.route_res + e]
+        r2 = as_i32(I)[S.route_res + e]
         I[S.lone + r2] = -1
         if r2 == r:
             if r2 != b:
@@ -469,7 +469,7 @@ def cc_start(I, F, m, t, work):
     if t != F[S.sf]:
         cc_at(I, F, t)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r = I[S.route_res + e]
+        r = as_i32(I)[S.route_res + e]
         if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
             _pair_before_change(I, F, r)
         if cc_set_count(I, F, r, t, 1) > 1:
@@ -579,7 +579,7 @@ def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     S = cc_state(I)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r = I[S.route_res + e]
+        r = as_i32(I)[S.route_res + e]
         if I[S.lone + r] >= 0:
             # m itself (no one else can be): alone on its route, it has no pair nor
             # deferred entry (the per-resource word instead of the per-entry one)

@@ -145,7 +145,7 @@ def _warm(C, P, I, F, pc, end):
             # its route's entries: the one load here (route_ptr[m], a miss most likely)
             # overlaps with the prefetches above instead of stalling the transfer's start
             e = I[M.route_ptr + m]
-            prefetch(I, M.route_res + e)
+            prefetch(as_i32(I), M.route_res + e)
             prefetch(as_i32(I), S.e_pair + e)
         if o == OP_SEND or o == OP_ISEND:
             prefetch(F, M.o_send + m)

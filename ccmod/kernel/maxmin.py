@@ -194,7 +194,7 @@ def mm_start(I, F, m, t, work, fcap):
     S = mm_state(I)
     rp, re = I[S.route_ptr + m], I[S.route_end + m]
     for e in range(rp, re):
-        mm_count(I, F, I[S.route_res + e], t, 1)
+        mm_count(I, F, as_i32(I)[S.route_res + e], t, 1)
     s = flow_slot(I, m)
     class_join(I, F, m, s, t, work, fcap)
     c = I[S.f_cls + s]
@@ -207,7 +207,7 @@ def mm_start(I, F, m, t, work, fcap):
         _rate_lone(I, F, c, t)
         return
     for e in range(rp, re):
-        _mark_dirty(I, F, I[S.route_res + e], t)
+        _mark_dirty(I, F, as_i32(I)[S.route_res + e], t)
 
 
 @leaf
@@ -218,7 +218,7 @@ def mm_end(I, F, s, t):
     m = I[S.f_msg + s]
     rp, re = I[S.route_ptr + m], I[S.route_end + m]
     for e in range(rp, re):
-        mm_count(I, F, I[S.route_res + e], t, -1)
+        mm_count(I, F, as_i32(I)[S.route_res + e], t, -1)
     c = I[S.f_cls + s]
     I[S.f_cls + s] = -1
     flow_free(I, s)
@@ -232,7 +232,7 @@ def mm_end(I, F, s, t):
         _rate_lone(I, F, c, t)          # its flows alone on its hops (see mm_start)
         return
     for e in range(rp, re):
-        r = I[S.route_res + e]
+        r = as_i32(I)[S.route_res + e]
         if I[S.r_len + r] > 0:          # a resource left empty re-rates nothing
             _mark_dirty(I, F, r, t)
 
@@ -279,7 +279,7 @@ def _component(I, F, t):
                 nc += 1
                 m = I[S.c_rep + c]
                 for e in range(I[rp + m], I[re + m]):
-                    r2 = I[rr + e]
+                    r2 = as_i32(I)[rr + e]
                     if not I[S.r_seen + r2]:
                         I[S.r_seen + r2] = 1
                         I[S.rl + nr] = r2
@@ -342,7 +342,7 @@ def mm_solve(I, F):
                 f = I[S.c_rep + c]
                 lw = level * I[S.c_w + c]
                 for e in range(I[rp + f], I[re + f]):
-                    F[S.cap_left + I[rr + e]] -= lw
+                    F[S.cap_left + as_i32(I)[rr + e]] -= lw
         progressed = False
         for i in range(nc):
             c = I[S.cl + i]
@@ -351,7 +351,7 @@ def mm_solve(I, F):
             f = I[S.c_rep + c]
             sat = -1
             for e in range(I[rp + f], I[re + f]):
-                r = I[rr + e]
+                r = as_i32(I)[rr + e]
                 if F[S.cap_left + r] <= 1e-12 * F[S.cap + r]:
                     sat = r
                     break
@@ -363,7 +363,7 @@ def mm_solve(I, F):
                 left -= 1
                 w = I[S.c_w + c]
                 for e in range(I[rp + f], I[re + f]):
-                    I[S.users + I[rr + e]] -= w
+                    I[S.users + as_i32(I)[rr + e]] -= w
         if not progressed:
             break
     for i in range(nc):
@@ -404,7 +404,7 @@ def _rate_lone(I, F, c, t):
     f = I[S.c_rep + c]
     level = INF
     for e in range(I[rp + f], I[re + f]):
-        q = I[rr + e]
+        q = as_i32(I)[rr + e]
         lv = F[S.cap + q] / I[S.count + q]     # its flows are all q's
         if lv < level:
             level = lv
@@ -421,7 +421,7 @@ def _rate_lone(I, F, c, t):
         rate = 0.0 + level
         lw = level * I[S.c_w + c]
         for e in range(I[rp + f], I[re + f]):
-            q = I[rr + e]
+            q = as_i32(I)[rr + e]
             cq = F[S.cap + q]
             if cq - lw <= 1e-12 * cq:
                 sat = q

@@ -25,6 +25,7 @@ from numba import njit
 
 from ccmod.kernel.compiled import leaf, mm_state
 from ccmod.kernel.heaps import iheap_remove
+from ccmod.kernel.rawbuf import as_i32
 
 INF = np.inf
 # integer scalars (si) of the state: dirty resources, active flows, classes in the heap of
@@ -138,7 +139,7 @@ def _same_route(I, rp, re, rr, g, f):
     if I[re + g] - eg != n:
         return False
     for k in range(n):
-        if I[rr + eg + k] != I[rr + ef + k]:
+        if as_i32(I)[rr + eg + k] != as_i32(I)[rr + ef + k]:
             return False
     return True
 
@@ -176,7 +177,7 @@ def class_join(I, F, m, fs, t, work, fcap):
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
     h = 0
     for e in range(I[rp + m], I[re + m]):
-        h = (h * 31 + I[rr + e] + 1) & 0xFFFFFFFFFFFF     # route hash (no int64 overflow)
+        h = (h * 31 + as_i32(I)[rr + e] + 1) & 0xFFFFFFFFFFFF     # route hash (no int64 overflow)
     s = h & S.hmask
     c = -1
     while True:
@@ -212,7 +213,7 @@ def class_join(I, F, m, fs, t, work, fcap):
         I[S.c_sh + c] = 0
         k = 0
         for e in range(I[rp + m], I[re + m]):
-            r = I[rr + e]
+            r = as_i32(I)[rr + e]
             n = I[S.r_len + r]
             code = (c << S.hb) | k
             I[S.r_item + I[S.seg + r] + n] = code
@@ -239,7 +240,7 @@ def class_drop(I, F, c, m):
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
     k = 0
     for e in range(I[rp + m], I[re + m]):
-        r = I[rr + e]
+        r = as_i32(I)[rr + e]
         i = I[S.c_pos + ((c << S.hb) | k)]
         n = I[S.r_len + r] - 1
         o = S.r_item + I[S.seg + r]

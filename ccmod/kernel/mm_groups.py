@@ -36,6 +36,7 @@ import numpy as np
 from ccmod.kernel.compiled import leaf, mm_state
 from ccmod.kernel.heaps import iheap_push, iheap_remove, iheap_update
 from ccmod.kernel.mm_classes import F_LEN, N_DIRTY, class_advance, class_finish, group_advance
+from ccmod.kernel.rawbuf import as_i32
 
 INF = np.inf
 #: the smallest star served by a group
@@ -53,7 +54,7 @@ def _limit(I, F, c):
     v = F[S.c_fcap + c]
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
-        u = I[S.route_res + e]
+        u = as_i32(I)[S.route_res + e]
         if I[S.r_len + u] == 1:
             x = F[S.cap + u] / I[S.count + u]
             if x < v:
@@ -67,7 +68,7 @@ def _lower(I, F, c, v):
     S = mm_state(I)
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
-        r = I[S.route_res + e]
+        r = as_i32(I)[S.route_res + e]
         if v < F[S.lb + r]:
             F[S.lb + r] = v
 
@@ -78,7 +79,7 @@ def _count_x(I, c, d):
     S = mm_state(I)
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
-        I[S.nx + I[S.route_res + e]] += d
+        I[S.nx + as_i32(I)[S.route_res + e]] += d
 
 
 @leaf
@@ -231,7 +232,7 @@ def _center(I, r):
         return -3 if I[S.c_sh + c] == 0 and I[S.c_grp + c] < 0 else -1
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
-        q = I[S.route_res + e]
+        q = as_i32(I)[S.route_res + e]
         if I[S.r_len + q] >= 2:
             return q if I[S.nx + q] == 0 else -1
     return -1
@@ -281,7 +282,7 @@ def shape_join(I, F, c, t):
         sh = 0
         g = -1
         for e in range(I[rp + f], I[re + f]):
-            q = I[rr + e]
+            q = as_i32(I)[rr + e]
             n = I[S.r_len + q]
             if n == 2:                 # q was private to one class
                 c0 = _other(I, q, c)
@@ -331,7 +332,7 @@ def shape_leave(I, F, c):
     I[S.c_sh + c] = 0
     f = I[S.c_rep + c]
     for e in range(I[S.route_ptr + f], I[S.route_end + f]):
-        q = I[S.route_res + e]
+        q = as_i32(I)[S.route_res + e]
         n = I[S.r_len + q]
         if n == 2:                     # q becomes private to the other class
             c0 = _other(I, q, c)

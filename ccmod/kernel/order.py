@@ -137,7 +137,7 @@ def plan(rank_ptr, rec_msg, kind, M, waits=None):
     okey = np.empty(M, np.int64)
     taken = _order(0, rp, by_len, rec_msg, kind, okey, np.zeros(M, np.int64),
                    op, wait_msg, wa_msg, nwa,      # written in place: as they are
-                   _I64, _I64, _I32, _I64, _I64, _I64, _I64, 0)
+                   _I64, _I64, _I32, _I64, _I64, _I32, _I64, 0)
     if taken < 0:
         return None
     if taken != M:
@@ -185,7 +185,7 @@ def in_slot_order(fields, okey):
     S = len(okey)
     ptr, res = gather_routes(fields["route_ptr"][2], fields["route_res"][2], okey)
     fields["route_ptr"] = ("i", S + 1, ptr)
-    fields["route_res"] = ("i", len(res), res)
+    fields["route_res"] = ("j", len(res), res)
     out = {}
     for name, f in fields.items():
         if name not in ("route_ptr", "route_res", "okey") and f[0] in ("i", "f", "j") and \

@@ -21,6 +21,7 @@ from ccmod.kernel.codes import SG_MSGSTART
 from ccmod.kernel.compiled import (cc_state, kernel_jit, kernel_jit_by_type, mm_state, msg_in,
                                    msg_st, per_msg)
 from ccmod.kernel.maxmin import F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve, mm_start
+from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.record import log_load, sig
 from ccmod.kernel.state import FC_FLOW_CAP, MmConfig
 
@@ -33,7 +34,7 @@ def log_route(L, I, m, t, count):
     offset of the rule's per-resource counts)."""
     M = msg_in(I)
     for e in range(I[M.route_ptr + m], I[M.route_end + m]):
-        r = I[M.route_res + e]
+        r = as_i32(I)[M.route_res + e]
         log_load(L, (t, r, I[count + r]))
 
 
@@ -61,7 +62,11 @@ def _cc_due(C, L, I, F, t):
         cc_end(I, F, m, t)
         if C.record:
             log_route(L, I, m, t, CS.count)
-    cc_flush(I, F)
+    if I[CS.si + N_DEC] != 0 or I[CS.si + N_INC] != 0:
+        cc_flush(I, F)
+    # else only re-schedules are pending: left to the next rule_next, after the starts
+    # the ends' waiters make at this instant (nothing reads the completion heap before;
+    # a group touched again then is re-scheduled once, from the same state)
     return nd, CS.done
 
 

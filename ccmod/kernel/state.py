@@ -181,6 +181,12 @@ class Arena:
         if sparse:
             regions = [self.spec[cls][name][:3] for cls in self.spec
                        for name in sparse.get(cls.__name__, ()) if name in self.spec[cls]]
+            # message inputs of all zeros (kinds, flags of a trace without them): the
+            # kernel only reads them, so their pages stay untouched unless a neighbour's
+            # huge page takes them in (2 bytes per record each at 1M records)
+            ins = {v[:2] for v in self.spec.get(MsgIn, {}).values() if v[0] in "ijf"}
+            regions += [(k, o, n) for k, o, n, init in self.inits
+                        if (k, o) in ins and n > 1 and _all_zeros(init, k)]
             _small_pages(bufs, regions)
         inits, self.inits = self.inits, []
         inits.reverse()
@@ -242,9 +248,10 @@ def _check_i32(init):
 
 def _small_pages(bufs, regions):
     """Keep ``regions`` (``(kind, offset, length)`` of the buffers) out of transparent huge
-    pages (Linux ``madvise(MADV_NOHUGEPAGE)``; nothing elsewhere, or for regions under
-    2 MB: they could hold no huge page of their own)."""
-    _advise(bufs, regions, _MADV_NOHUGEPAGE, 2 << 20)
+    pages (Linux ``madvise(MADV_NOHUGEPAGE)``; nothing elsewhere). Regions under 2 MB
+    too: they hold no huge page of their own, but their neighbours' huge pages would cover
+    them (a never-written 2 MB field between two written ones was wholly resident)."""
+    _advise(bufs, regions, _MADV_NOHUGEPAGE, 4096)
 
 
 def drop_pages(bufs, regions):
@@ -280,6 +287,13 @@ def _advise(bufs, regions, advice, min_bytes):
         hi = (a + size * n) // page * page
         if hi > lo:
             _madvise(lo, hi - lo, advice)   # advice: a failure changes nothing
+
+
+def _all_zeros(init, kind):
+    """Whether input ``init`` (an array, a value or an order's gathered array) leaves its
+    field all zeros, bit for bit (:func:`_constant`)."""
+    c = _constant(getattr(init, "a", init), kind)
+    return np.isscalar(c) and c == 0 and not np.signbit(c)
 
 
 def _constant(init, kind):
@@ -349,7 +363,7 @@ def own_routes(A, route_ptr, route_res, okey=None):
     if okey is None:
         okey = np.arange(max(M, 0), dtype=np.int64)
     A.struct(Routes, route_ptr=("i", M + 1, np.asarray(route_ptr, np.int64)),
-             route_res=("i", len(route_res), np.asarray(route_res, np.int64)),
+             route_res=("j", len(route_res), np.asarray(route_res)),
              okey=("i", M, okey))
     rp = A.where(Routes, "route_ptr")
     return rp, A.where(Routes, "route_res"), ("=", "i", rp[2] + 1, M), A.where(Routes, "okey")
