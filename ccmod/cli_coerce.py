@@ -69,9 +69,26 @@ def _item_type(annotation):
     return None
 
 
+#: typer releases (major, minor) whose private conversion layer this was checked against;
+#: any other converts as typer does (its private names may stay while their meaning moves)
+TESTED_TYPER = ((0, 29),)
+
+
+def tested_typer(version: str) -> bool:
+    """Whether typer ``version`` is one :func:`install` was checked on."""
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) in TESTED_TYPER
+
+
 def install() -> bool:
     """Convert plain option values without pydantic (see above); False when this typer
-    has no such layer (nothing to do) or it moved."""
+    is not a tested release, has no such layer (nothing to do) or it moved."""
+    import typer
+    if not tested_typer(getattr(typer, "__version__", "")):
+        return False
     try:
         import typer.core as core
         from typer._coercion import RuntimeParam, build_runtime_param

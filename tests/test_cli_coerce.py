@@ -104,3 +104,10 @@ def test_a_command_registers_its_module_only(monkeypatch, capsys):
     assert names[:3] == ["run", "networks", "sharing"] and "sweep-report" in names
     cli._register_for(["sharing"])           # all registered: nothing changes
     assert [c.name for c in cli.app.registered_commands] == names
+
+
+def test_only_tested_typer_releases_are_patched():
+    from ccmod.cli_coerce import tested_typer
+    assert tested_typer("0.29.2") and tested_typer("0.29.0rc1")
+    assert not tested_typer("0.30.0") and not tested_typer("1.0") and not tested_typer("x")
+    assert not tested_typer("")
