@@ -159,7 +159,6 @@ class LinkOnlyLibrary(JITCodeLibrary):
         self._finalize_final_module()
         return self
 
-
     @classmethod
     def _unserialize_object(cls, codegen, name, data, names):
         """numba's load of a cached machine-code library, without parsing its bitcode.
