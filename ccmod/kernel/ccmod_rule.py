@@ -49,7 +49,7 @@ from ccmod.kernel.cc_groups import g_add, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CHK, N_DEC, N_DONE, N_FRESH, N_INC, N_NEW,
                                    N_PF, N_TCH, _others_add, _others_del, defer,
                                    pair_deferred, pair_entry, pair_group_deferred)
-from ccmod.kernel.heaps import (heap_update, iheap_push, iheap_remove, iheap_update,
+from ccmod.kernel.heaps import (heap_pop, heap_update, iheap_push, iheap_remove, iheap_update,
                                 resource_segments, sort_ids, sort_keyed)
 
 INF = np.inf
@@ -529,8 +529,7 @@ def cc_pop_due(I, F, t, bott_out):
     F[S.sf] = t
     nd = 0
     while I[S.ev_len] > 0 and F[S.ev_t + I[S.ev_item]] <= t:
-        r = I[S.ev_item]
-        iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+        r = heap_pop(I, F, S.ev_item, S.ev_pos, S.ev_t, -1, 0, S.ev_len, 0)
         vt = _vclock(S, F, r, t)
         # rounding of the virtual clock only: relative to its magnitude, so a long busy
         # period does not merge completions that are really apart

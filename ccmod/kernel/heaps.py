@@ -103,6 +103,25 @@ def heap_remove(I, F, item, pos, key, tie, off, lens, h, x):
 
 
 @leaf
+def heap_pop(I, F, item, pos, key, tie, off, lens, h):
+    """Remove and return heap h's first item (the heap is not empty): the last item takes
+    its place and sifts down, as :func:`heap_remove` does at the root, without what a
+    removal from the middle needs (a sift up, the equal-item test): the queues of the
+    event horizon (timers, the rule's completions) take their earliest item at every
+    horizon of theirs."""
+    x = I[item + off]
+    n = I[lens + h] - 1
+    I[lens + h] = n
+    I[pos + x] = -1
+    if n > 0:
+        y = I[item + off + n]
+        I[item + off] = y
+        I[pos + y] = 0
+        heap_down(I, F, item, pos, key, tie, off, n, 0)
+    return x
+
+
+@leaf
 def heap_update(I, F, item, pos, key, tie, off, lens, h, x):
     """Restore the heap after ``key[x]`` changed (x in heap h)."""
     heap_down(I, F, item, pos, key, tie, off, I[lens + h], I[pos + x])
@@ -147,9 +166,7 @@ def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
 @leaf
 def timer_pop(I, F, item, pos, tt, ts, lens):
     """Remove and return the earliest slot (the caller checked the queue is not empty)."""
-    x = I[item]
-    heap_remove(I, F, item, pos, tt, ts, 0, lens, 0, x)
-    return x
+    return heap_pop(I, F, item, pos, tt, ts, 0, lens, 0)
 
 
 # -- sorting lists of ids in place -----------------------------------------------------------
