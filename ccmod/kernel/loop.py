@@ -145,9 +145,9 @@ def _warm(C, P, I, F, pc, end):
             prefetch(as_i32(I), S.cand_f + m)
             # its route's entries: the one load here (route_ptr[m], a miss most likely)
             # overlaps with the prefetches above instead of stalling the transfer's start
+            # (their links' entry slots are recycled: in cache)
             e = I[M.route_ptr + m]
             prefetch(as_i32(I), M.route_res + e)
-            prefetch(as_i32(I), S.e_pair + e)
         if o == OP_SEND or o == OP_ISEND:
             prefetch(F, M.o_send + m)
             prefetch(as_i32(I), G.send_waiter + m)
