@@ -57,7 +57,7 @@ INF = np.inf
 
 
 def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None,
-           pair_cap=None):
+           pair_cap=None, max_hops=None):
     """Lay out, in arena ``A`` (:class:`ccmod.kernel.state.Arena`), the state for messages
     with the given routes (CSR over resource ids); returns the offsets.
 
@@ -65,7 +65,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     many routes cross it), ``pair_cap[l]`` how many pairs group ``l`` may have (default:
     from ``seg_cap``). ``routes``: the ``(route_ptr, route_res, route_end, okey)`` fields
     laid out already (``A.where(...)``), shared instead of copied (default: laid out here,
-    the order keys being the ids).
+    the order keys being the ids). ``max_hops``: the longest route (default: the given one's).
     """
     R = int(nresources)
     M = len(route_ptr) - 1
@@ -86,7 +86,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         pcap = np.full(R, R, np.int64)
     pseg, PP = resource_segments(R, route_res, pcap)
     P = max(P, 1)
-    H = int(np.max(np.diff(route_ptr))) if M > 0 else 0     # entry slots: a block per message
+    H = int(max_hops if max_hops is not None else np.max(np.diff(route_ptr)) if M else 0)
     si0 = np.zeros(N_SI, np.int64)
     # a pair's fields, a heap position (g_pos, ph_pos), an entry slot's links (cc_pairs) are
     # written before they are read: left zero, the pages of pairs and slots never in use
