@@ -264,6 +264,8 @@ class Engine:
                            PROGRESS_EVENTS if progress is not None or on_pause is not None
                            else -1, window_records is not None)
         self._order = None
+        #: after a run in slot order: slot -> message id of the outputs (else None)
+        self.slot_ids = None
         if self.feed is not None:
             self.P = self.feed.program       # window positions, before any load
         else:
@@ -470,26 +472,30 @@ class Engine:
         return makespan
 
     def _restore_order(self, deadlock=False):
-        """After a run in slot order (:mod:`ccmod.kernel.order`): every per-message array
-        the results (and the Messages, which share the inputs) read back in id order. The
-        kernel's scratch is freed first but for the order keys (the temporary then fits
-        in its place, below the run's peak), unless the run deadlocked: its description
-        reads the waiters, put back in id order too."""
+        """After a run in slot order (:mod:`ccmod.kernel.order`): the message inputs (the
+        Messages share them), the routes and the records' ids back in id order. The
+        outputs (:data:`_KEEP`'s ``MsgSt``) stay in slot order, with ``slot_ids`` (slot ->
+        id), for :func:`ccmod.collect.collect` to put in id order only when a column is
+        read: a run that only summarises (``--json``) never pays it (~1/2 of the
+        undoing). The kernel's scratch is freed first but for the order keys (the
+        temporary then fits in its place, below the run's peak), unless the run
+        deadlocked: its description reads the outputs and the waiters, all in id order."""
         from ccmod.kernel.order import restore
-        from ccmod.kernel.state import MsgIn, MsgSt, drop_pages
+        from ccmod.kernel.state import MsgIn, MsgSt
         A, Mv = self._arena, self.Mv
         if not deadlock:
             self.release_scratch(keep_inputs=("okey",))
         names = [(MsgIn, name) for name, g in self._gathered.items() if g.used and
                  name in _KEEP["MsgIn"]]
-        names += [(MsgSt, name) for name in _KEEP["MsgSt"]]
         if deadlock:
+            names += [(MsgSt, name) for name in _KEEP["MsgSt"]]
             names += [(MsgSt, "send_waiter"), (MsgSt, "recv_waiter")]
         fields = [A.spec[cls][name][:2] for cls, name in names]
-        restore(self.I, self.F, fields, Mv.okey, Mv.route_ptr, Mv.route_res, self.P.rec_msg)
+        restore(self.I, self.F, fields, Mv.okey, Mv.route_ptr, Mv.route_res, self.P.rec_msg,
+                keep_okey=not deadlock)
         self._order = self._gathered = None
         if not deadlock:
-            drop_pages({"i": self.I}, [A.spec[MsgIn]["okey"][:3]])   # the identity now
+            self.slot_ids = Mv.okey
 
     def release_scratch(self, messages=False, keep_inputs=()):
         """After :meth:`run`: give back the memory of the kernel's state that no result
@@ -503,6 +509,8 @@ class Engine:
             return
         from ccmod.kernel.state import drop_pages
         A = self._arena
+        if self.slot_ids is not None:
+            keep_inputs = tuple(keep_inputs) + ("okey",)   # the outputs' slot -> id
         keep, drop = [], []
         for cls, spec in A.spec.items():
             kept = _KEEP.get(cls.__name__, ())
