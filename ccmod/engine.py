@@ -366,7 +366,8 @@ class Engine:
                 handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
                 eager=("j", S, self._eager), route_ptr=("i", S + 1, rp),
                 route_res=("j", len(rr), rr), route_end=("+", "route_ptr", 1, S),
-                okey=("i", S, np.arange(S, dtype=np.int64) if okey is None else okey),
+                # no order keys out of slot order: the ids break the ties (heaps.order_key)
+                okey=("v", -1) if okey is None else ("i", S, okey),
                 fconst=("v", 0))
             self._eager = self._unshared = okey = None    # in the arena's inputs from here on
             # a float input with one value for every message (bit for bit: a star's latency,
@@ -575,7 +576,9 @@ class Engine:
         waits = []
         G, Mv = self.G, self.Mv
         detached = self.send_mode == "detached"
-        okey = Mv.okey                    # slot -> message (streaming), else the identity
+        okey = Mv.okey                    # slot -> message (streaming, slot order)
+        if np.isscalar(okey):             # none: the identity
+            okey = np.arange(len(G.t_end))
         tags = self.slots.tag if self.slots is not None else self.m.tag
         for s_ in range(len(G.t_end)):
             if int(okey[s_]) < 0:
