@@ -65,6 +65,26 @@ def _register_all() -> None:
     _register(_COMMAND_MODULES)
 
 
+#: ``(registrations, click command)``: the command typer built from ``app`` for them
+_built: list = []
+
+
+def _command():
+    """The click command of ``app`` as registered now, built again only when the
+    registrations changed.
+
+    Calling ``app`` builds it on every call: typer reads every command function's
+    signature and evaluates its annotations, ~30 ms with all commands registered, where
+    the command itself may take a few (``main`` called many times in one process: tests,
+    notebooks). ``pretty_exceptions_enable=False``: typer's own call adds nothing else.
+    """
+    key = (tuple(app.registered_commands), tuple(app.registered_groups),
+           app.registered_callback)
+    if not _built or _built[0][0] != key:
+        _built[:] = [(key, typer.main.get_command(app))]
+    return _built[0][1]
+
+
 def _register_for(args: list) -> None:
     """The commands ``args`` can reach: the named command's module alone when the first
     argument names one (a plain ``ccmod run ...``), else all (help, a typo's suggestions)."""
@@ -155,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
             if not os.environ.get("CCMOD_DEBUG"):
                 warnings.simplefilter("ignore")
                 _quiet_library_logs()
-            rv = app(args=args, standalone_mode=False)
+            rv = _command()(args=args, standalone_mode=False)
     except CcmodError as exc:
         print(f"ccmod: error: {one_line(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)

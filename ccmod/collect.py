@@ -79,6 +79,20 @@ def _bottleneck_names(names, bott):
     return names[np.where(bott >= 0, bott, -1)]
 
 
+def _value(a):
+    """An array, or a :class:`ccmod.result.Derived` one computed now (and kept)."""
+    from ccmod.result import Derived
+    return a() if isinstance(a, Derived) else a
+
+
+def _in_id_order(a, slot_ids):
+    """A per-message output the kernel left in slot order (``slot_ids``: slot -> message
+    id, :mod:`ccmod.kernel.order`), put in id order in place and returned: no second copy
+    of the column outlives the call."""
+    a[slot_ids] = a.copy()
+    return a
+
+
 def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: float,
             options: dict):
     """Build the result tables (vectorised)."""
@@ -100,8 +114,15 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
     t_post_recv = np.asarray(engine.t_post_recv, float)
     t_start = np.asarray(engine.t_start, float)
     t_end = np.asarray(engine.t_end, float)
+    t_last = float(t_end.max()) if M else 0.0       # (in any order)
     quiet = _whole_quiet(msgs)
     bott = engine.bott
+    slot_ids = getattr(engine, "slot_ids", None)
+    if slot_ids is not None:
+        # the kernel's outputs in slot order: each put in id order when first read
+        t_post_send, t_post_recv, t_start, t_end, bott = (
+            Derived(_in_id_order, a, slot_ids)
+            for a in (t_post_send, t_post_recv, t_start, t_end, bott))
     names = resource_names(network)
     # the columns computed from others are made when first read (Derived): a run whose
     # result only summarises never holds them
@@ -114,7 +135,7 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
         "slowdown": Derived(_slowdown, t_start, t_end, msgs.quiet_s),
         "bottleneck": Derived(np.asarray, bott, np.int64), "bottleneck_name": Derived(_bottleneck_names, names, bott),
         "hops": Derived(np.ascontiguousarray, msgs.hops)})
-    makespan = max(makespan_s, float(t_end.max()) if M else 0.0)
+    makespan = max(makespan_s, t_last)
     ranks = ranks_table(engine, w.nranks, node_of_rank)
     # per-resource summary: messages and bytes (above), contention from the change log
     lt, lres, lcount = engine.load if engine.record else (np.zeros(0), np.zeros(0, np.int32),
@@ -130,8 +151,8 @@ def collect(engine, msgs, network, node_of_rank, makespan_s: float, wall_s: floa
                                 _states_frame)
         lbg = bg[lr] if len(lr) else bg[:0]
         # utilisation from the routes compiled for the run (never recompiled)
-        util = link_utilisation(routes, {"nbytes": msgs.nbytes, "t_start_s": t_start,
-                                         "t_end_s": t_end}, lr, lt0, lt1, cap, lbg)
+        util = link_utilisation(routes, {"nbytes": msgs.nbytes, "t_start_s": _value(t_start),
+                                         "t_end_s": _value(t_end)}, lr, lt0, lt1, cap, lbg)
         link_load = LazyFrame({"resource": lr, "t_start_s": lt0, "t_end_s": lt1,
                                   "active": lc, "background": lbg, "utilisation": util})
         upeak = np.zeros(nres)

@@ -144,16 +144,21 @@ def _pair_by_channel(w: Workload, rank, s_idx, r_idx, peers=None, got=None):
     if recv_of is not None:
         # counted per channel (compiled, no sort): the pairs the sorts below give
         return (s_idx, r_idx[recv_of]) if recv_of is not False else None
-    s_pair = src * n + s_peer
-    r_pair = r_peer.astype(np.int64) * n + r_rank
     if n * n < (1 << 31):
-        # one int64 key per message, (pair, tag) in lexicographic order: one stable sort
-        s_key = (s_pair << 32) + (s_tag.astype(np.int64) + (1 << 31))
-        r_key = (r_pair << 32) + (r_tag.astype(np.int64) + (1 << 31))
+        # one int64 key per message, (pair, tag) in lexicographic order: one stable sort;
+        # each side's keys sorted in place of its own (at most three message-long int64
+        # arrays besides the orders at once: this is a run's set-up peak when it sorts)
+        s_key = _channel_key(src, s_peer, s_tag, n)
         so = stable_argsort(s_key)
+        s_key = s_key[so]
+        r_key = _channel_key(r_peer, r_rank, r_tag, n)
         ro = stable_argsort(r_key)
-        same = np.array_equal(s_key[so], r_key[ro])
+        r_key = r_key[ro]
+        same = np.array_equal(s_key, r_key)
+        del s_key, r_key
     else:
+        s_pair = src * n + s_peer
+        r_pair = r_peer.astype(np.int64) * n + r_rank
         so = np.lexsort((s_tag, s_pair))
         ro = np.lexsort((r_tag, r_pair))
         same = np.array_equal(s_pair[so], r_pair[ro]) and np.array_equal(s_tag[so], r_tag[ro])
@@ -164,6 +169,18 @@ def _pair_by_channel(w: Workload, rank, s_idx, r_idx, peers=None, got=None):
     recv_rec = np.empty_like(r_idx)
     recv_rec[so] = r_idx[ro]
     return s_idx, recv_rec
+
+
+def _channel_key(src, dst, tag, n):
+    """``((src * n + dst) << 32) + (tag + 2^31)`` as int64 (exact: the pair < 2^31), in
+    place: one message-long temporary, not four."""
+    k = np.asarray(src).astype(np.int64)
+    k *= n
+    k += dst
+    k <<= 32
+    k += tag
+    k += 1 << 31
+    return k
 
 
 def stable_argsort(key):
@@ -310,6 +327,8 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     rec_msg[send_rec[:M0]] = np.arange(M0)
     rec_msg[recv_rec[:M0]] = np.arange(M0)
     rec_msg[am] = M0 + 2 * np.arange(A)
+    from ccmod.engine import release_free_heap
+    release_free_heap()     # the matching's temporaries: not resident under the costs'
     c = message_costs(network, node_of_rank, src, dst, nbytes, sharing, intra_latency_s,
                       intra_bandwidth_Bps, charge_overheads)
     notes = CostNotes(sharing, network.cost)
@@ -461,7 +480,13 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
     if sharing == "maxmin" and M:
         # max-min moves the bytes over the links, so a lone message takes
         # latency + bytes / min(model bandwidth, route capacity): that is its quiet time
-        quiet = np.where(net_m, latency + nbytes / np.minimum(cap, bw), quiet)
+        # (in place: one message-long temporary, not four; the same values)
+        q = np.minimum(cap, bw)
+        np.divide(nbytes, q, out=q)
+        q += latency
+        np.copyto(q, quiet, where=~net_m)
+        quiet = q
+        del q
     if table.flow_cap_Bps is not None and M:
         # a non-shared hop (FATPIPE) limits each flow on its own: it is not a resource
         cap = np.minimum(cap, table.flow_cap_Bps[pinv])
@@ -475,8 +500,9 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
         cap = np.where(same & ~intra, float(intra_bandwidth_Bps), cap)
     else:
         intra = np.zeros(M, np.bool_)     # the same values as above, without the passes
-    o_send, o_recv = (np.asarray(a, float) for a in cost.overheads_s(nbytes, same)) if M else (
-        np.zeros(0), np.zeros(0))
+    # (not asked for when not charged: the arrays would be dropped for zeros below)
+    o_send, o_recv = (np.asarray(a, float) for a in cost.overheads_s(nbytes, same)) \
+        if M and charge_overheads else (np.zeros(0), np.zeros(0))
     # without overheads (and no negative latency) nothing leaves the quiet time: the
     # general case would subtract +0.0 and scale by 0.0, the same values, in six passes
     if charge_overheads and M and (o_send.any() or o_recv.any() or not np.all(latency >= 0)):

@@ -161,6 +161,18 @@ _KEEP = {"MsgIn": ("src", "dst", "nbytes", "quiet", "o_send", "o_recv", "route_p
 _LOOP_ONLY = ("latency", "flow_cap", "handler_s", "kind")
 
 
+def _not_overlapping(drop, keep):
+    """The ``(kind, offset, n)`` slices of ``drop`` that share no element with a slice of
+    ``keep`` (all pairs at once: a Python loop over the pairs cost ~1 ms of every run)."""
+    if not drop or not keep:
+        return list(drop)
+    d = np.array([(ord(k), o, o + n) for k, o, n in drop], np.int64)
+    k = np.array([(ord(k), o, o + n) for k, o, n in keep], np.int64)
+    hit = ((d[:, None, 0] == k[None, :, 0]) & (k[None, :, 1] < d[:, None, 2])
+           & (d[:, None, 1] < k[None, :, 2])).any(axis=1)
+    return [x for x, h in zip(drop, hit.tolist()) if not h]
+
+
 class Engine:
     """Evaluate one workload on one network.
 
@@ -264,6 +276,8 @@ class Engine:
                            PROGRESS_EVENTS if progress is not None or on_pause is not None
                            else -1, window_records is not None)
         self._order = None
+        #: after a run in slot order: slot -> message id of the outputs (else None)
+        self.slot_ids = None
         if self.feed is not None:
             self.P = self.feed.program       # window positions, before any load
         else:
@@ -352,7 +366,8 @@ class Engine:
                 handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
                 eager=("j", S, self._eager), route_ptr=("i", S + 1, rp),
                 route_res=("j", len(rr), rr), route_end=("+", "route_ptr", 1, S),
-                okey=("i", S, np.arange(S, dtype=np.int64) if okey is None else okey),
+                # no order keys out of slot order: the ids break the ties (heaps.order_key)
+                okey=("v", -1) if okey is None else ("i", S, okey),
                 fconst=("v", 0))
             self._eager = self._unshared = okey = None    # in the arena's inputs from here on
             # a float input with one value for every message (bit for bit: a star's latency,
@@ -469,26 +484,30 @@ class Engine:
         return makespan
 
     def _restore_order(self, deadlock=False):
-        """After a run in slot order (:mod:`ccmod.kernel.order`): every per-message array
-        the results (and the Messages, which share the inputs) read back in id order. The
-        kernel's scratch is freed first but for the order keys (the temporary then fits
-        in its place, below the run's peak), unless the run deadlocked: its description
-        reads the waiters, put back in id order too."""
+        """After a run in slot order (:mod:`ccmod.kernel.order`): the message inputs (the
+        Messages share them), the routes and the records' ids back in id order. The
+        outputs (:data:`_KEEP`'s ``MsgSt``) stay in slot order, with ``slot_ids`` (slot ->
+        id), for :func:`ccmod.collect.collect` to put in id order only when a column is
+        read: a run that only summarises (``--json``) never pays it (~1/2 of the
+        undoing). The kernel's scratch is freed first but for the order keys (the
+        temporary then fits in its place, below the run's peak), unless the run
+        deadlocked: its description reads the outputs and the waiters, all in id order."""
         from ccmod.kernel.order import restore
-        from ccmod.kernel.state import MsgIn, MsgSt, drop_pages
+        from ccmod.kernel.state import MsgIn, MsgSt
         A, Mv = self._arena, self.Mv
         if not deadlock:
             self.release_scratch(keep_inputs=("okey",))
         names = [(MsgIn, name) for name, g in self._gathered.items() if g.used and
                  name in _KEEP["MsgIn"]]
-        names += [(MsgSt, name) for name in _KEEP["MsgSt"]]
         if deadlock:
+            names += [(MsgSt, name) for name in _KEEP["MsgSt"]]
             names += [(MsgSt, "send_waiter"), (MsgSt, "recv_waiter")]
         fields = [A.spec[cls][name][:2] for cls, name in names]
-        restore(self.I, self.F, fields, Mv.okey, Mv.route_ptr, Mv.route_res, self.P.rec_msg)
+        restore(self.I, self.F, fields, Mv.okey, Mv.route_ptr, Mv.route_res, self.P.rec_msg,
+                keep_okey=not deadlock)
         self._order = self._gathered = None
         if not deadlock:
-            drop_pages({"i": self.I}, [A.spec[MsgIn]["okey"][:3]])   # the identity now
+            self.slot_ids = Mv.okey
 
     def release_scratch(self, messages=False, keep_inputs=()):
         """After :meth:`run`: give back the memory of the kernel's state that no result
@@ -502,6 +521,8 @@ class Engine:
             return
         from ccmod.kernel.state import drop_pages
         A = self._arena
+        if self.slot_ids is not None:
+            keep_inputs = tuple(keep_inputs) + ("okey",)   # the outputs' slot -> id
         keep, drop = [], []
         for cls, spec in A.spec.items():
             kept = _KEEP.get(cls.__name__, ())
@@ -513,8 +534,7 @@ class Engine:
                 if kind in ("i", "f", "j") and n:
                     (keep if kept == "all" or name in kept else drop).append((kind, off, n))
         # shared slices (routes) are kept whole wherever one holder keeps them
-        drop = [d for d in drop if not any(k[0] == d[0] and k[1] < d[1] + d[2] and
-                                           d[1] < k[1] + k[2] for k in keep)]
+        drop = _not_overlapping(drop, keep)
         drop_pages({"i": self.I, "f": self.F}, drop)
         # the Messages' views of dropped inputs would read zeros now: let them go too
         from ccmod.kernel.state import MsgIn
@@ -556,7 +576,9 @@ class Engine:
         waits = []
         G, Mv = self.G, self.Mv
         detached = self.send_mode == "detached"
-        okey = Mv.okey                    # slot -> message (streaming), else the identity
+        okey = Mv.okey                    # slot -> message (streaming, slot order)
+        if np.isscalar(okey):             # none: the identity
+            okey = np.arange(len(G.t_end))
         tags = self.slots.tag if self.slots is not None else self.m.tag
         for s_ in range(len(G.t_end)):
             if int(okey[s_]) < 0:

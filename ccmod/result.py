@@ -27,16 +27,22 @@ class Derived:
     ``fn`` is a module-level function (results stay picklable); ``args`` are arrays the
     table holds anyway (its other columns), so a column no one reads takes no memory
     (the messages table's ids, slowdowns and bottleneck names: ~16 bytes per record of a
-    run's peak that writes no outputs, at one message per two records)."""
+    run's peak that writes no outputs, at one message per two records). An argument may
+    be a Derived too: each is computed once, kept, and shared by the columns using it
+    (a column the run left in slot order, put in id order in place)."""
 
-    __slots__ = ("fn", "args")
+    __slots__ = ("fn", "args", "value")
 
     def __init__(self, fn, *args):
         self.fn = fn
         self.args = args
+        self.value = None
 
     def __call__(self):
-        return self.fn(*self.args)
+        if self.fn is not None:
+            self.value = self.fn(*(a() if isinstance(a, Derived) else a for a in self.args))
+            self.fn = self.args = None      # (what it was computed from, let go)
+        return self.value
 
 
 class LazyFrame:

@@ -239,12 +239,17 @@ class PiecewiseLinearCost(CostModel):
                                       source=src) from None
 
     def overheads_s(self, nbytes, same_node=None):
+        shape = np.shape(nbytes)
+        if not self.ov.any() and (same_node is None or not self.intra_o_send_s):
+            # no overheads (most fitted models): the zeros below, without the passes and
+            # their temporaries (~30 bytes per message at a run's set-up peak)
+            return np.zeros(shape), np.zeros(shape)
         n = np.asarray(nbytes, float)
         k = np.clip(np.searchsorted(self.ov_min_bytes, n, side="right") - 1, 0,
                     self.ov_min_bytes.size - 1)
-        c = self.ov[k]
-        o_s = c[..., 0] + c[..., 1] * n
-        o_r = c[..., 2] + c[..., 3] * n
+        ov = self.ov                # a column at a time: not every segment's row per message
+        o_s = ov[k, 0] + ov[k, 1] * n
+        o_r = ov[k, 2] + ov[k, 3] * n
         if same_node is not None:   # fitted on the network path: intra-node has its own
             same = np.asarray(same_node, bool)
             o_s = np.where(same, self.intra_o_send_s, o_s)

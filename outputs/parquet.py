@@ -40,6 +40,7 @@ from ccmod.jsonio import dumps
 from ccmod.outputs.base import ALL_STATE_NAMES, STATE_IDLE, STATE_NAMES, Sink
 from ccmod.outputs.intervals import idle_gaps, state_codes
 from ccmod.outputs.registry import SINKS
+from ccmod.outputs.tables import columns, dictionary_columns
 
 _STATE_DICT = pa.array(list(ALL_STATE_NAMES), pa.string())
 STATE_SCHEMA = pa.schema([("rank", pa.int32()), ("state", pa.dictionary(pa.int8(), pa.string())),
@@ -47,26 +48,12 @@ STATE_SCHEMA = pa.schema([("rank", pa.int32()), ("state", pa.dictionary(pa.int8(
 _CODECS = ("snappy", "gzip", "zstd", "brotli", "lz4", "none")
 
 
-#: columns with few distinct values (ranks, links, sizes, states) are dictionary-encoded;
-#: the others (times, ids, slowdowns: mostly distinct) are not. By default the writer
-#: builds a dictionary for every column, finds it too large for the mostly distinct ones
-#: and writes them plain after all: a messages table took ~4x as long to write (0.25 ->
-#: 0.06 s CPU per 131k messages) and came out ~20 % larger
-DICTIONARY_COLUMNS = frozenset({"src", "dst", "tag", "nbytes", "quiet_s", "bottleneck",
-                                "bottleneck_name", "hops", "rank", "state", "resource",
-                                "name", "active", "background"})
-
-
-def dictionary_columns(names) -> list:
-    """The columns of ``names`` written with dictionary encoding (``use_dictionary``)."""
-    return [c for c in names if c in DICTIONARY_COLUMNS]
-
-
 def _table(df: pd.DataFrame, path: Path, compression: str) -> None:
+    """Write ``df`` as ``path`` (its stem names the table in :data:`ccmod.outputs.tables.TABLES`)."""
     with atomic_path(path) as tmp:
         table = pa.Table.from_pandas(df, preserve_index=False)
         pq.write_table(table, str(tmp), compression=compression,
-                       use_dictionary=dictionary_columns(table.column_names))
+                       use_dictionary=dictionary_columns(path.stem, table.column_names))
 
 
 @SINKS.register()
@@ -110,8 +97,7 @@ class ParquetSink(Sink):
             name = pd.Categorical.from_codes(ld["resource"].to_numpy().astype(np.int64),
                                              categories=names) if len(names) else \
                 pd.Categorical([] * len(ld))
-            cols = ["resource", "t_start_s", "t_end_s", "active", "utilisation", "background"]
-            ld = ld.reindex(columns=cols)
+            ld = ld.reindex(columns=[c for c in columns("link_load") if c != "name"])
             ld.insert(1, "name", name)
             _table(ld, d / "link_load.parquet", c)
             n_load = len(ld)
@@ -158,7 +144,8 @@ class ParquetSink(Sink):
                                       pa.array(t1)], schema=STATE_SCHEMA)
         with atomic_path(path) as tmp:
             pq.write_table(table, str(tmp), compression=self.compression,
-                           use_dictionary=dictionary_columns(table.column_names))
+                           use_dictionary=dictionary_columns("rank_states",
+                                                             table.column_names))
         return len(rank)
 
 

@@ -29,10 +29,12 @@ GROUP_ROWS = 1 << 16
 
 
 class _Appender:
-    """One Parquet file written in batches under its temporary name."""
+    """One Parquet file written in batches under its temporary name; ``table`` names its
+    columns' declaration (:data:`ccmod.outputs.tables.TABLES`)."""
 
-    def __init__(self, path: Path, compression: str, schema=None):
+    def __init__(self, path: Path, table: str, compression: str, schema=None):
         self.path = path
+        self.table = table
         self.tmp = temp_path(path)
         self.compression = compression
         self.schema = schema
@@ -56,10 +58,10 @@ class _Appender:
             return
         if self.writer is None:
             self.schema = self.schema or self.pending[0].schema
-            from ccmod.outputs.parquet import dictionary_columns
+            from ccmod.outputs.tables import dictionary_columns
+            few = dictionary_columns(self.table, self.schema.names)
             self.writer = pq.ParquetWriter(str(self.tmp), self.schema,
-                                           compression=self.compression,
-                                           use_dictionary=dictionary_columns(self.schema.names))
+                                           compression=self.compression, use_dictionary=few)
         table = pa.concat_tables([t if t.schema == self.schema else t.cast(self.schema)
                                   for t in self.pending])
         self.pending, self.npending = [], 0
@@ -99,7 +101,7 @@ class StreamedRunWriter:
         self.sink = ParquetSink(out_dir, compression)   # validates the codec
         self.dir = ensure_dir(Path(out_dir), "output directory")
         self.nranks = int(nranks)
-        self.msgs = _Appender(self.dir / "messages.parquet", compression)
+        self.msgs = _Appender(self.dir / "messages.parquet", "messages", compression)
         self.st = None
         self.gaps = None
         self.n_messages = 0
@@ -123,8 +125,10 @@ class StreamedRunWriter:
         from ccmod.outputs.parquet import STATE_SCHEMA
         if self.st is None:
             c = self.sink.compression
-            self.st = _Appender(self.dir / "rank_states.parquet", c, STATE_SCHEMA)
-            self.gaps = _Appender(self.dir / ".rank_states.gaps.parquet", c, STATE_SCHEMA)
+            self.st = _Appender(self.dir / "rank_states.parquet", "rank_states", c,
+                                STATE_SCHEMA)
+            self.gaps = _Appender(self.dir / ".rank_states.gaps.parquet", "rank_states", c,
+                                  STATE_SCHEMA)
 
     def states(self, rank, code, t0, t1) -> None:
         """Append recorded rank-state intervals (in recording order) and their gaps."""
@@ -219,9 +223,5 @@ def _table_of(batch):
 
 def _empty_messages() -> dict:
     """Columns of a messages table without rows (the in-memory table's dtypes)."""
-    i64, i32, f = np.int64, np.int32, np.float64
-    cols = {"msg_id": i64, "src": i32, "dst": i32, "tag": i32, "nbytes": i64, "t_post_s": f,
-            "t_post_send_s": f, "t_post_recv_s": f, "t_start_s": f, "t_end_s": f,
-            "quiet_s": f, "slowdown": f, "bottleneck": i64, "bottleneck_name": object,
-            "hops": i32}
-    return {k: np.zeros(0, t) for k, t in cols.items()}
+    from ccmod.outputs.tables import empty_columns
+    return empty_columns("messages")

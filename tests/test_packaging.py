@@ -68,3 +68,18 @@ def test_every_subpackage_is_declared_for_installation():
             rel = init.parent.relative_to(ROOT / folder)
             found.add(".".join((pkg, *rel.parts)))
     assert found <= set(cfg["packages"]), sorted(found - set(cfg["packages"]))
+
+
+def test_no_source_or_documentation_file_is_over_600_lines():
+    # the developers' guide: "No file over 600 lines"; a long history page or module is
+    # split by topic (docs/performance-history/ holds the stops' measurements)
+    folders = ("ccmod", "netsys", "workloads", "outputs", "bench", "tests", "docs")
+    files = [ROOT / "README.md"]
+    for folder in folders:
+        files += [f for f in (ROOT / folder).rglob("*")
+                  if f.suffix in {".py", ".md", ".cpp", ".toml"}
+                  and "__pycache__" not in f.parts and "data" not in f.parts]
+    assert len(files) > 100
+    long = {str(f.relative_to(ROOT)): n for f in files
+            if (n := len(f.read_text(encoding="utf-8").splitlines())) > 600}
+    assert not long, long

@@ -18,7 +18,7 @@ position (``>= 0``), and ``-1`` means in no group; ``g_next`` links the run forw
 from __future__ import annotations
 
 from ccmod.kernel.compiled import leaf
-from ccmod.kernel.heaps import heap_push, heap_remove
+from ccmod.kernel.heaps import heap_push, heap_remove, order_key
 from ccmod.kernel.rawbuf import as_i32
 
 
@@ -29,7 +29,7 @@ def _before(S, I, F, a, b):
     vb = F[S.vfin + b]
     if va != vb:
         return va < vb
-    return I[S.okey + a] < I[S.okey + b]
+    return order_key(I, S.okey, a) < order_key(I, S.okey, b)
 
 
 @leaf

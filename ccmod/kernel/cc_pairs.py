@@ -19,6 +19,15 @@ members). Every check thus sees the pairs that pairing at once would have made, 
 alike, and finds the same candidates (which it sorts by order key): results are the same
 bit for bit, while an incast's sender costs a few per-resource words instead of a pair,
 two heap operations and three per-entry words.
+
+A route entry's links (``e_pair``, ``e_next``, ``e_prev``, ``emsg``) live in an *entry
+slot*, not at its place in ``route_res``: a message takes a block of as many slots as its
+route has entries when it starts (``e_base[m]``, its first) and gives it back when it ends
+(:func:`entries_take`, :func:`entries_give`; a free list per block length, the free
+block's link in its first ``e_next``), so the slots touched are those of the messages in
+flight at once, not 16 bytes per route entry of the trace. Slots are told apart only by
+equality (pair lists, ``dfr``), so which block a message gets changes no result.
+``e_pair`` holds the pair + 1 (0: none), so a block never used needs no set-up.
 """
 from __future__ import annotations
 
@@ -32,7 +41,40 @@ INF = np.inf
 # integer scalars (si) of the rule's state; N_PF: free pairs, N_CHK: groups to check for
 # members that may leave, N_FRESH: the free stack's implicit bottom (below it, position i
 # holds pair i: see _pair_take)
-N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE, N_PF, N_CHK, N_FRESH = range(10)
+# N_ETOP: the first entry slot no block has taken yet
+N_NEW, N_DEC, N_INC, N_TCH, N_ACTIVE, N_CAND, N_DONE, N_PF, N_CHK, N_FRESH, N_ETOP = range(11)
+N_SI = 11
+
+
+@leaf
+def entries_take(S, I, m):
+    """Message m starts: give it a block of as many entry slots as its route has entries
+    (``e_base[m]``), one given back by an earlier message of that length if any, else the
+    next never used. Blocks of a length are only made when every one made is in use: the
+    slots in use never exceed the route entries of the trace (``len(e_pair)``)."""
+    J = as_i32(I)
+    h = I[S.route_end + m] - I[S.route_ptr + m]
+    if h <= 0:
+        return
+    b = J[S.eb_head + h]
+    if b >= 0:
+        J[S.eb_head + h] = J[S.e_next + b]
+    else:
+        b = I[S.si + N_ETOP]
+        I[S.si + N_ETOP] = b + h
+    J[S.e_base + m] = b
+
+
+@leaf
+def entries_give(S, I, m):
+    """Message m ended (every entry unpaired, ``e_pair`` 0): its block goes back to the
+    free list of its length."""
+    J = as_i32(I)
+    h = I[S.route_end + m] - I[S.route_ptr + m]
+    if h > 0:
+        b = J[S.e_base + m]
+        J[S.e_next + b] = J[S.eb_head + h]
+        J[S.eb_head + h] = b
 
 
 @leaf
@@ -49,10 +91,10 @@ def _pair_take(S, I):
 
 
 @leaf
-def _others_add(S, I, F, e, b, m):
-    """Route entry e of message m (bottlenecked at b elsewhere) joins pair (res(e), b)."""
+def _others_add(S, I, F, r, e, b, m):
+    """Route entry (slot) e of message m, on resource r, bottlenecked at b elsewhere,
+    joins pair (r, b)."""
     J = as_i32(I)
-    r = as_i32(I)[S.route_res + e]
     p = I[S.rp_head + r]
     while p >= 0 and I[S.pb + p] != b:
         p = I[S.rnext + p]
@@ -78,28 +120,27 @@ def _others_add(S, I, F, e, b, m):
         J[S.e_prev + h] = e
     I[S.phead + p] = e
     I[S.pcnt + p] += 1
-    J[S.e_pair + e] = p
+    J[S.e_pair + e] = p + 1
     J[S.emsg + e] = m
 
 
 @leaf
-def pair_entry(I, F, e, b, m):
+def pair_entry(I, F, r, e, b, m):
     """:func:`_others_add` with its own offsets (out of line: a caller that pairs only
     now and then does not load the ~20 offsets of pairing at every call)."""
-    _others_add(cc_state(I), I, F, e, b, m)
+    _others_add(cc_state(I), I, F, r, e, b, m)
 
 
 @leaf
-def defer(S, I, F, e, b, m):
-    """Route entry e of message m, alone on r = res(e), joins group b elsewhere: pair it,
+def defer(S, I, F, r, e, b, m):
+    """Route entry (slot) e of message m, alone on r, joins group b elsewhere: pair it,
     or defer it when r cannot bind before b while r stays as it is (its share above b's
     ceiling ``min(free[b], 1)``, or equal and r after b), or only once b is down to its
     ceiling (equal, r before b: counted in ``dmin[b]``)."""
-    r = as_i32(I)[S.route_res + e]
     s = F[S.share + r]
     cap = min(F[S.free + b], 1.0)
     if s < cap:
-        pair_entry(I, F, e, b, m)
+        pair_entry(I, F, r, e, b, m)
         return
     I[S.dfr + r] = e
     I[S.dgrp + r] = b
@@ -127,7 +168,7 @@ def pair_deferred(S, I, F, r):
     e = I[S.dfr + r]
     b = I[S.dgrp + r]
     _undefer(S, I, F, r)
-    _others_add(S, I, F, e, b, I[S.dmsg + r])
+    _others_add(S, I, F, r, e, b, I[S.dmsg + r])
 
 
 @leaf
@@ -150,20 +191,22 @@ def pair_group_deferred(S, I, F, b):
 
 @leaf
 def _pair_member(S, I, F, b, m):
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r = as_i32(I)[S.route_res + e]
-        if I[S.dfr + r] == e:
+    J = as_i32(I)
+    e0 = I[S.route_ptr + m]
+    d = J[S.e_base + m] - e0          # route entry -> entry slot
+    for e in range(e0, I[S.route_end + m]):
+        r = J[S.route_res + e]
+        if I[S.dfr + r] == e + d:
             _undefer(S, I, F, r)
-            _others_add(S, I, F, e, b, m)
+            _others_add(S, I, F, r, e + d, b, m)
 
 
 @leaf
-def _others_del(S, I, F, e):
-    """Route entry e leaves its pair (or its deferral, if any)."""
+def _others_del(S, I, F, r, e):
+    """Route entry (slot) e, on resource r, leaves its pair (or its deferral, if any)."""
     J = as_i32(I)
-    p = J[S.e_pair + e]
+    p = J[S.e_pair + e] - 1
     if p < 0:
-        r = as_i32(I)[S.route_res + e]
         if I[S.dfr + r] == e:
             _undefer(S, I, F, r)
         return
@@ -184,7 +227,7 @@ def _unpair(I, F, e, p):
         I[S.phead + p] = nx
     if nx >= 0:
         J[S.e_prev + nx] = pv
-    J[S.e_pair + e] = -1
+    J[S.e_pair + e] = 0
     c = I[S.pcnt + p] - 1
     I[S.pcnt + p] = c
     if c == 0:

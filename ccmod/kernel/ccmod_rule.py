@@ -46,9 +46,9 @@ from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import CcState
 from ccmod.kernel.cc_groups import g_add, g_del, g_empty, g_first, g_take_sorted
-from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CHK, N_DEC, N_DONE, N_FRESH, N_INC, N_NEW,
-                                   N_PF, N_TCH, _others_add, _others_del, defer,
-                                   pair_deferred, pair_entry, pair_group_deferred)
+from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CHK, N_DEC, N_DONE, N_FRESH, N_INC, N_NEW, N_PF,
+                                   N_SI, N_TCH, _others_add, _others_del, defer, entries_give,
+                                   entries_take, pair_deferred, pair_entry, pair_group_deferred)
 from ccmod.kernel.heaps import (heap_pop, heap_update, iheap_push, iheap_remove, iheap_update,
                                 resource_segments, sort_ids, sort_keyed)
 
@@ -57,7 +57,7 @@ INF = np.inf
 
 
 def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None,
-           pair_cap=None):
+           pair_cap=None, max_hops=None):
     """Lay out, in arena ``A`` (:class:`ccmod.kernel.state.Arena`), the state for messages
     with the given routes (CSR over resource ids); returns the offsets.
 
@@ -65,7 +65,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     many routes cross it), ``pair_cap[l]`` how many pairs group ``l`` may have (default:
     from ``seg_cap``). ``routes``: the ``(route_ptr, route_res, route_end, okey)`` fields
     laid out already (``A.where(...)``), shared instead of copied (default: laid out here,
-    the order keys being the ids).
+    the order keys being the ids). ``max_hops``: the longest route (default: the given one's).
     """
     R = int(nresources)
     M = len(route_ptr) - 1
@@ -86,11 +86,12 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         pcap = np.full(R, R, np.int64)
     pseg, PP = resource_segments(R, route_res, pcap)
     P = max(P, 1)
-    si0 = np.zeros(10, np.int64)
-    # a pair's fields, a heap position (g_pos, ph_pos), an entry's links and its message
-    # (emsg) are written before they are read: left zero, the pages of pairs and entries
-    # never in use are never touched (memory and set-up time: the pools are sized for
-    # every route entry at once). The free stack of pairs starts as an implicit 0..NP-1.
+    H = int(max_hops if max_hops is not None else np.max(np.diff(route_ptr)) if M else 0)
+    si0 = np.zeros(N_SI, np.int64)
+    # a pair's fields, a heap position (g_pos, ph_pos), an entry slot's links (cc_pairs) are
+    # written before they are read: left zero, the pages of pairs and slots never in use
+    # are never touched (memory and set-up time: the pools are sized for every route entry
+    # at once). The free stack of pairs starts as an implicit 0..NP-1.
     si0[N_PF] = NP
     si0[N_FRESH] = NP
     if routes is None:
@@ -105,17 +106,17 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         pkey=("f", NP, 0.0), ph_pos=("i", NP, 0), rnext=("i", NP, 0), rprev=("i", NP, 0),
         pfree=("i", NP, 0), rp_head=("i", R, -1),
         ph_len=("i", R, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),
-        e_pair=("j", E, -1), e_next=("j", E, 0), e_prev=("j", E, 0),
+        e_pair=("j", E, 0), e_next=("j", E, 0), e_prev=("j", E, 0),
         stk=("i", int(max(pcap.max() if R else 0, 0)) + 1, 0), chk_f=("i", R, 0),
         chk_l=("i", R, 0), bott=("j", M, -1), ev_len=("i", 1, 0), ev_item=("i", R, 0),
         ev_pos=("i", R, -1), ev_t=("f", R, INF), new_m=("i", M, 0), new_w=("f", M, 0.0),
         dec_f=("i", R, 0), dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0),
         tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("j", M, 0), cand_l=("i", M, 0),
-        done=("i", M, 0), si=("i", 10, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
+        done=("i", M, 0), si=("i", N_SI, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
         route_res=routes[1], emsg=("j", E, 0), route_end=routes[2], okey=routes[3],
         lone=("i", R, -1), l_head=("i", R, -1), l_tail=("i", R, -1), g_next=("j", M, 0),
         dfr=("i", R, -1), dgrp=("i", R, 0), dmsg=("i", R, 0), ndef=("i", R, 0),
-        dmin=("f", R, INF))
+        dmin=("f", R, INF), e_base=("j", M, 0), eb_head=("j", H + 1, -1))
 
 
 @leaf
@@ -231,26 +232,26 @@ def _join(I, F, m, r, t, remaining, fresh):
             I[S.lone + as_i32(I)[S.route_res + e]] = m
         _touch(I, F, r, t)
         return
+    d = J[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        r2 = J[S.route_res + e]
         if not fresh:
-            _others_del(S, I, F, e)
+            _others_del(S, I, F, r2, e + d)
         if alone:
-            I[S.lone + as_i32(I)[S.route_res + e]] = m
-        elif as_i32(I)[S.route_res + e] != r:
-            if I[S.count + as_i32(I)[S.route_res + e]] == 1:
-                defer(S, I, F, e, r, m)
+            I[S.lone + r2] = m
+        elif r2 != r:
+            if I[S.count + r2] == 1:
+                defer(S, I, F, r2, e + d, r, m)
             else:
-                pair_entry(I, F, e, r, m)
+                pair_entry(I, F, r2, e + d, r, m)
     _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
 @leaf
 def _pair_before_change(I, F, r):
     """Resource r is about to change and holds an entry left unpaired (a message alone on
-    its route, or a deferred entry): pair it. Out of line, with its own offsets: the
-    callers' common path (a start on a resource with nothing unpaired) then loads only
-    the offsets it uses (each offset a function uses is loaded, and kept on the stack,
-    at every call)."""
+    its route, or a deferred entry): pair it. Out of line, with its own offsets, which the
+    callers' common path (nothing unpaired on r) then does not load at every call."""
     S = cc_state(I)
     if I[S.lone + r] >= 0:
         _pairs_of_lone(S, I, F, r)
@@ -268,14 +269,15 @@ def _pairs_of_lone(S, I, F, r):
     J = as_i32(I)
     m = I[S.lone + r]
     b = J[S.bott + m]
+    d = J[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        r2 = as_i32(I)[S.route_res + e]
+        r2 = J[S.route_res + e]
         I[S.lone + r2] = -1
         if r2 == r:
             if r2 != b:
-                _others_add(S, I, F, e, b, m)
+                _others_add(S, I, F, r2, e + d, b, m)
         elif r2 != b:
-            defer(S, I, F, e, b, m)       # still alone on r2
+            defer(S, I, F, r2, e + d, b, m)       # still alone on r2
 
 
 @leaf
@@ -358,23 +360,22 @@ def _touch(I, F, r, t):
 def cc_flush(I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
     si = cc_state(I).si
-    if I[si + N_DEC] == 0 and I[si + N_INC] == 0:
-        if I[si + N_NEW] == 0:
-            if I[si + N_TCH] == 0:
-                return
-        elif _flush_new(I, F):
-            return
-    # (the work in a function of its own: compiled as one, its ~40 offsets were loaded
-    # from the header before this test, at every call, most of which have nothing to do)
-    _flush(I, F)
+    if I[si + N_DEC] != 0 or I[si + N_INC] != 0:
+        _flush(I, F)
+        return
+    # starts only (no share dropped nor rose on a resource that had messages: no group
+    # to check, no candidate), the usual instant. (Each step a function of its own, with
+    # its own offsets: compiled as one, the ~40 offsets of all steps were loaded from the
+    # header at every call, most of which have nothing to do.)
+    if I[si + N_NEW] != 0:
+        _flush_new(I, F)
+    if I[si + N_TCH] != 0:
+        _flush_touches(I, F)
 
 
 @leaf
 def _flush_new(I, F):
-    """The instant's changes are starts only (no share dropped nor rose on a resource that
-    had messages: no group to check, no candidate): join them, as :func:`_flush` would.
-    True when nothing is left to do (every one was alone on its route: no re-schedule
-    pending), else :func:`_flush` does the rest."""
+    """Join the messages started at this instant, each to its best group."""
     S = cc_state(I)
     t = F[S.sf]
     for i in range(I[S.si + N_NEW]):
@@ -382,32 +383,31 @@ def _flush_new(I, F):
         _, b = _best(S, I, F, m, -1)
         _join(I, F, m, b, t, F[S.new_w + i], True)
     I[S.si + N_NEW] = 0
-    return I[S.si + N_TCH] == 0
 
 
 @leaf
-def _flush(I, F):
+def _flush_touches(I, F):
+    """Re-schedule the groups touched at this instant, in resource order."""
     S = cc_state(I)
-    si = S.si
     t = F[S.sf]
-    # (each step a function of its own, with its own offsets: one that has nothing to do
-    # costs a test, not the loads of every offset the others use)
-    if I[si + N_DEC] != 0 or I[si + N_INC] != 0:
-        nc = _flush_checks(I, F)
-        if nc > 0:
-            _flush_moves(I, F, nc, t)
-    for i in range(I[si + N_NEW]):
-        m = I[S.new_m + i]
-        _, b = _best(S, I, F, m, -1)
-        _join(I, F, m, b, t, F[S.new_w + i], True)
-    I[si + N_NEW] = 0
-    nt = I[si + N_TCH]
+    nt = I[S.si + N_TCH]
     sort_ids(I, S.tch_l, nt)
-    I[si + N_TCH] = 0
+    I[S.si + N_TCH] = 0
     for i in range(nt):
         r = I[S.tch_l + i]
         I[S.tch_f + r] = 0
         _touch(I, F, r, t)
+
+
+@leaf
+def _flush(I, F):
+    """Checks and moves first (a share dropped or rose), then the starts, then the
+    re-schedules."""
+    nc = _flush_checks(I, F)
+    if nc > 0:
+        _flush_moves(I, F, nc, F[cc_state(I).sf])
+    _flush_new(I, F)
+    _flush_touches(I, F)
 
 
 @leaf
@@ -468,6 +468,7 @@ def cc_start(I, F, m, t, work):
     S = cc_state(I)
     if t != F[S.sf]:
         cc_at(I, F, t)
+    entries_take(S, I, m)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
@@ -577,6 +578,7 @@ def _may_leave(S, I, F, r):
 def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     S = cc_state(I)
+    d = as_i32(I)[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         if I[S.lone + r] >= 0:
@@ -584,11 +586,12 @@ def cc_end(I, F, m, t):
             # deferred entry (the per-resource word instead of the per-entry one)
             I[S.lone + r] = -1
         else:
-            _others_del(S, I, F, e)
+            _others_del(S, I, F, r, e + d)
         if cc_set_count(I, F, r, t, -1) > 0:
             if _may_leave(S, I, F, r):
                 _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
         # else r is idle now: no pairs, an empty group (cc_pop_due took m out of its own
         # group and marked it), nothing to check or re-schedule
+    entries_give(S, I, m)
     I[S.si + N_ACTIVE] -= 1

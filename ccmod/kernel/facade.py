@@ -45,8 +45,6 @@ class _Facade:
         p = self.route_ptr[k]
         self.route_res[p:p + len(route)] = route
         self.route_ptr[k + 1:] = p + len(route)
-        if hasattr(self.S, "emsg"):        # the article's rule's message of each entry
-            self.S.emsg[p:p + len(route)] = k
         self.ids.append(int(m))
         self.nactive += 1
         return k
@@ -83,11 +81,14 @@ class CcmodSharing(_Facade):
         from ccmod.kernel.state import Arena
         super().__init__(nresources, max_messages, max_hops)
         A = Arena()
+        self.max_hops = int(max_hops)
         self._alloc(A, cc_new(A, nresources, np.asarray(background, float), self.route_ptr,
-                              self.route_res, seg_cap=self.seg_cap))
+                              self.route_res, seg_cap=self.seg_cap, max_hops=max_hops))
 
     def start(self, m, t, work, resources, cap=INF):
         from ccmod.kernel.ccmod_rule import cc_start
+        if len(resources) > self.max_hops:
+            raise ValueError(f"a route of more than max_hops={self.max_hops} resources")
         k = self._add_route(m, resources)
         cc_start(self.I, self.F, k, float(t), float(work))
 

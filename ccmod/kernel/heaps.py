@@ -178,6 +178,11 @@ def _okey(I, tie, x):
     return x if tie < 0 else I[tie + x]
 
 
+#: message x's order key: ``I[tie + x]``, or x itself with ``tie < 0`` (a whole-program
+#: run not in slot order holds no order keys: its ids are its slots, 8 bytes per message)
+order_key = _okey
+
+
 @leaf
 def sort_keyed(I, a, n, tie):
     """Sort the ids ``I[a:a + n]`` by their order keys ``I[tie + m]`` (distinct; with

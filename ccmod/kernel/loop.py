@@ -43,7 +43,7 @@ from ccmod.kernel.compiled import (at_f, at_i, at_i8, at_i32, bg_steps, cc_state
                                    msg_in, msg_st, per_msg, program_view, rank_st, scalars,
                                    timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
-from ccmod.kernel.heaps import timer_pop
+from ccmod.kernel.heaps import order_key, timer_pop
 from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, start_transfer,
                                    unref, wait_on)
 from ccmod.kernel.rawbuf import as_i32, prefetch, raw
@@ -134,7 +134,8 @@ def _warm(C, P, I, F, pc, end):
         prefetch(as_i32(I), M.src + m)
         prefetch(as_i32(I), M.unshared + m)
         prefetch(F, M.quiet + per_msg(M, FC_QUIET, m))
-        prefetch(I, M.okey + m)
+        if M.okey >= 0:
+            prefetch(I, M.okey + m)
         prefetch(as_i32(I), M.kind + m)
         if C.sharing == 0 and m >= 0:
             S = cc_state(I)
@@ -144,9 +145,9 @@ def _warm(C, P, I, F, pc, end):
             prefetch(as_i32(I), S.cand_f + m)
             # its route's entries: the one load here (route_ptr[m], a miss most likely)
             # overlaps with the prefetches above instead of stalling the transfer's start
+            # (their links' entry slots are recycled: in cache)
             e = I[M.route_ptr + m]
             prefetch(as_i32(I), M.route_res + e)
-            prefetch(as_i32(I), S.e_pair + e)
         if o == OP_SEND or o == OP_ISEND:
             prefetch(F, M.o_send + m)
             prefetch(as_i32(I), G.send_waiter + m)
@@ -189,7 +190,7 @@ def _advance(C, P, L, I, F, r, t):
                 _busy_for(I, F, r, t, o_send, STATE_OVERHEAD)
                 break
             F[G.t_post_send + m] = t
-            _sig(C, L, t, SG_NEWSCOM, I[M.okey + m], as_i32(I)[M.src + m], as_i32(I)[M.dst + m],
+            _sig(C, L, t, SG_NEWSCOM, order_key(I, M.okey, m), as_i32(I)[M.src + m], as_i32(I)[M.dst + m],
                  I[M.nbytes + m], 0.0)
             if as_i32(I)[M.eager + m] or F[G.t_post_recv + m] < INF:
                 start_transfer(C, L, I, F, m, t, True)

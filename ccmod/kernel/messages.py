@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ccmod.kernel.compiled import leaf, msg_in, msg_st, per_msg, rank_st, scalars, timers
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
-from ccmod.kernel.heaps import timer_set
+from ccmod.kernel.heaps import order_key, timer_set
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET
 from ccmod.kernel.record import sig as _sig
@@ -86,7 +86,7 @@ def start_transfer(C, L, I, F, m, t, gap):
     # the transfer of m begins (injection)
     F[G.t_start + m] = t
     q = F[M.quiet + per_msg(M, FC_QUIET, m)]
-    _sig(C, L, t, SG_COMMCOST, I[M.okey + m], 0, 0, 0, q)
+    _sig(C, L, t, SG_COMMCOST, order_key(I, M.okey, m), 0, 0, 0, q)
     if as_i32(I)[M.unshared + m] or q <= 0.0 or not has_route:
         arm_msg_timer(I, F, m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
@@ -142,7 +142,7 @@ def message_done(C, L, I, F, m, t):
     R = rank_st(I)
     G = msg_st(I)
     F[G.t_end + m] = t
-    _sig(C, L, t, SG_MSGEND, I[msg_in(I).okey + m], 0, 0, 0, 0.0)
+    _sig(C, L, t, SG_MSGEND, order_key(I, msg_in(I).okey, m), 0, 0, 0, 0.0)
     if as_i32(I)[M.kind + m]:
         am_arrived(I, F, m, t)
         return

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from ccmod.kernel.compiled import leaf, mm_state
-from ccmod.kernel.heaps import iheap_remove
+from ccmod.kernel.heaps import iheap_remove, order_key
 from ccmod.kernel.rawbuf import as_i32
 
 INF = np.inf
@@ -156,7 +156,7 @@ def flow_slot(I, m):
         s = I[S.si + N_SHW]
         I[S.si + N_SHW] = s + 1
     I[S.f_msg + s] = m
-    I[S.f_okey + s] = I[S.okey + m]
+    I[S.f_okey + s] = order_key(I, S.okey, m)
     return s
 
 

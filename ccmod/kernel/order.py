@@ -14,7 +14,9 @@ position by position (the first record of every rank, then the second...), and a
 takes the next slot when the walk reaches the later of its two records (both sides
 posted: when a rendezvous may start). An active-message request takes two, its reply's
 right after its own (the loop reads the reply at ``request + 1``). After the run
-:func:`restore` puts every per-message array the results read back in id order.
+:func:`restore` puts the message inputs, the routes and the records' ids back in id order;
+the outputs stay in slot order until a result column is read
+(:func:`ccmod.collect.collect`).
 """
 from __future__ import annotations
 
@@ -42,10 +44,11 @@ ORDER_MIN_RANKS = 512
 def _order(mode, rank_ptr, by_len, rec_msg, kind, okey, first, op, wait_msg, wa_msg, nwa,
            I, Fi, J, fields, ptr, res, tmp, h):
     """The order's one compiled function (one cache load per process): :func:`plan`
-    (``mode`` 0) and :func:`restore` (1); the other mode's arrays are placeholders."""
+    (``mode`` 0) and :func:`restore` (1; 2 keeps ``okey``); the other mode's arrays are
+    placeholders."""
     if mode == 0:
         return _plan(rank_ptr, by_len, rec_msg, kind, okey, first, op, wait_msg, wa_msg, nwa)
-    _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp, h)
+    _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp, h, mode == 1)
     return 0
 
 
@@ -223,11 +226,12 @@ def gather_routes(route_ptr, route_res, okey):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp, h):
+def _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp, h, reset):
     """:func:`restore` compiled: ``fields`` holds (buffer, offset) pairs, buffer 0 for
     ``I``, 1 for ``Fi`` (the float buffer's words, moved as they are), 2 for ``J`` (the
     int32 elements of ``I``); ``tmp`` has room for ``len(okey) + 1 + len(res)`` words;
-    ``h`` > 0: every route has ``h`` hops (``ptr`` then stays as it is)."""
+    ``h`` > 0: every route has ``h`` hops (``ptr`` then stays as it is); ``reset``:
+    ``okey`` becomes the identity, else it stays slot -> id."""
     M = okey.shape[0]
     for f in range(fields.shape[0] // 2):
         o = fields[2 * f + 1]
@@ -269,22 +273,26 @@ def _restore(I, Fi, J, fields, okey, ptr, res, rec_msg, tmp, h):
         s = rec_msg[i]
         if s >= 0:
             rec_msg[i] = okey[s]
-    for s in range(M):
-        okey[s] = s
+    if reset:
+        for s in range(M):
+            okey[s] = s
 
 
-def restore(I, F, fields, okey, route_ptr, route_res, rec_msg):
+def restore(I, F, fields, okey, route_ptr, route_res, rec_msg, keep_okey=False):
     """Back to id order, in place: the per-slot fields ``fields`` (``(kind, offset)``
     pairs, ``"i"`` of ``I``, ``"f"`` of ``F``, ``"j"`` the int32 elements of ``I``, each
     ``len(okey)`` long), the routes (CSR, views of ``I``), ``rec_msg`` (per record: slots
-    -> ids) and ``okey`` (the identity then). Its temporary is as large as the routes
-    (the caller frees the kernel's scratch first)."""
+    -> ids) and ``okey`` (the identity then; with ``keep_okey`` it stays slot -> id, for
+    the fields left in slot order, which :func:`ccmod.collect.collect` puts in id order
+    when they are read). Its temporary is as large as the routes (the caller frees the
+    kernel's scratch first)."""
     spec = np.array([{"i": 0, "f": 1, "j": 2}[k] for k, _ in fields], np.int64)
     offs = np.array([o for _, o in fields], np.int64)
     pairs = np.empty(2 * len(fields), np.int64)
     pairs[0::2], pairs[1::2] = spec, offs
     h = _uniform(route_ptr)
     tmp = np.empty(len(okey) + 1 + len(route_res), np.int64)
-    _order(1, _I64, _I64, rec_msg, _I8, okey, _I64, _I8, _I64, _I64, 0,
+    _order(2 if keep_okey else 1, _I64, _I64, rec_msg, _I8, okey, _I64, _I8, _I64, _I64, 0,
            I, F.view(np.int64), I.view(np.int32), pairs, route_ptr, route_res, tmp,
            0 if h is None else h)
+

@@ -83,7 +83,7 @@ CcState = namedtuple("CcState", (
     "seg g_len g_item g_pos vfin pr pb pcnt phead pkey ph_pos rnext rprev pfree rp_head "
     "ph_len ph_seg ph_item e_pair e_next e_prev stk chk_f chk_l bott ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
     "cand_f cand_l done si sf route_ptr route_res emsg route_end okey lone l_head l_tail g_next "
-    "dfr dgrp dmsg ndef dmin"))
+    "dfr dgrp dmsg ndef dmin e_base eb_head"))
 MmState = namedtuple("MmState", (
     "cap_full cap count peak area busy t_chg seg r_len r_item "
     "f_cls vfin h_left h_right f_msg f_okey f_free done_s d_flag d_list r_seen rl cap_left users done si sf "
@@ -111,7 +111,8 @@ H_LEN = _h
 #: timers armed at once (the messages' slots are recycled, :func:`timers`)
 TIMER_SLOTS = ("pos", "t", "seq", "kind", "msg", "free")
 SPARSE = {"CcState": ("g_item", "pr", "pb", "pcnt", "phead", "pkey", "ph_pos", "rnext",
-                      "rprev", "pfree", "ph_item", "stk", "new_m", "new_w", "cand_l", "done"),
+                      "rprev", "pfree", "ph_item", "stk", "new_m", "new_w", "cand_l", "done",
+                      "e_pair", "e_next", "e_prev", "emsg"),
           "MmState": ("r_item", "g_item", "done", "done_s", "f_cls", "vfin", "h_left",
                       "h_right", "f_msg", "f_okey", "f_free"), "MsgSt": ("am_waiter",),
           "MsgIn": ("handler_s",), "Timers": ("item",) + TIMER_SLOTS}
