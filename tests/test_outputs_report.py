@@ -17,9 +17,11 @@ EVIL = "<script>alert('x')</script>"
 
 @pytest.fixture(scope="module")
 def evil_report(tmp_path_factory):
-    """Tiny run whose trace, network and link names carry markup; report built once."""
+    """Tiny run whose trace, network and link names carry markup, and a measured makespan
+    (the traced run's, as some traces carry it); report built once."""
     d = tmp_path_factory.mktemp("evil")
     r = tiny_result(sinks=["parquet"], out_dir=d)
+    r.measured = {"makespan_s": 1e-5}
     r.options["trace"] = EVIL
     r.network["name"] = EVIL
     r.resources.loc[3, "name"] = EVIL
@@ -171,11 +173,9 @@ def test_cli_report_and_sinks(tmp_path, capsys):
     assert "run directory not found" in capsys.readouterr().err
 
 
-def test_measured_values_are_shown_beside_the_prediction(tmp_path):
+def test_measured_values_are_shown_beside_the_prediction(evil_report):
     """A RunResult carrying values measured on the traced run gets a comparison table."""
-    r = tiny_result()
-    r.measured = {"makespan_s": 1e-5}
-    html = build_report(r, tmp_path / "r.html").read_text()
+    _, html, _ = evil_report
     sec = html.split('id="measured"', 1)[1].split("</table>", 1)[0]
     # predicted 7.5 µs against a measured 10 µs: -25 %
     assert "<td>makespan_s</td>" in sec and "-25.0%" in sec

@@ -360,23 +360,22 @@ def _touch(I, F, r, t):
 def cc_flush(I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
     si = cc_state(I).si
-    if I[si + N_DEC] == 0 and I[si + N_INC] == 0:
-        if I[si + N_NEW] == 0:
-            if I[si + N_TCH] == 0:
-                return
-        elif _flush_new(I, F):
-            return
-    # (the work in a function of its own: compiled as one, its ~40 offsets were loaded
-    # from the header before this test, at every call, most of which have nothing to do)
-    _flush(I, F)
+    if I[si + N_DEC] != 0 or I[si + N_INC] != 0:
+        _flush(I, F)
+        return
+    # starts only (no share dropped nor rose on a resource that had messages: no group
+    # to check, no candidate), the usual instant. (Each step a function of its own, with
+    # its own offsets: compiled as one, the ~40 offsets of all steps were loaded from the
+    # header at every call, most of which have nothing to do.)
+    if I[si + N_NEW] != 0:
+        _flush_new(I, F)
+    if I[si + N_TCH] != 0:
+        _flush_touches(I, F)
 
 
 @leaf
 def _flush_new(I, F):
-    """The instant's changes are starts only (no share dropped nor rose on a resource that
-    had messages: no group to check, no candidate): join them, as :func:`_flush` would.
-    True when nothing is left to do (every one was alone on its route: no re-schedule
-    pending), else :func:`_flush` does the rest."""
+    """Join the messages started at this instant, each to its best group."""
     S = cc_state(I)
     t = F[S.sf]
     for i in range(I[S.si + N_NEW]):
@@ -384,32 +383,31 @@ def _flush_new(I, F):
         _, b = _best(S, I, F, m, -1)
         _join(I, F, m, b, t, F[S.new_w + i], True)
     I[S.si + N_NEW] = 0
-    return I[S.si + N_TCH] == 0
 
 
 @leaf
-def _flush(I, F):
+def _flush_touches(I, F):
+    """Re-schedule the groups touched at this instant, in resource order."""
     S = cc_state(I)
-    si = S.si
     t = F[S.sf]
-    # (each step a function of its own, with its own offsets: one that has nothing to do
-    # costs a test, not the loads of every offset the others use)
-    if I[si + N_DEC] != 0 or I[si + N_INC] != 0:
-        nc = _flush_checks(I, F)
-        if nc > 0:
-            _flush_moves(I, F, nc, t)
-    for i in range(I[si + N_NEW]):
-        m = I[S.new_m + i]
-        _, b = _best(S, I, F, m, -1)
-        _join(I, F, m, b, t, F[S.new_w + i], True)
-    I[si + N_NEW] = 0
-    nt = I[si + N_TCH]
+    nt = I[S.si + N_TCH]
     sort_ids(I, S.tch_l, nt)
-    I[si + N_TCH] = 0
+    I[S.si + N_TCH] = 0
     for i in range(nt):
         r = I[S.tch_l + i]
         I[S.tch_f + r] = 0
         _touch(I, F, r, t)
+
+
+@leaf
+def _flush(I, F):
+    """Checks and moves first (a share dropped or rose), then the starts, then the
+    re-schedules."""
+    nc = _flush_checks(I, F)
+    if nc > 0:
+        _flush_moves(I, F, nc, F[cc_state(I).sf])
+    _flush_new(I, F)
+    _flush_touches(I, F)
 
 
 @leaf
