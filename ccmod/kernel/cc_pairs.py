@@ -51,8 +51,13 @@ def entries_take(S, I, m):
     """Message m starts: give it a block of as many entry slots as its route has entries
     (``e_base[m]``), one given back by an earlier message of that length if any, else the
     next never used. Blocks of a length are only made when every one made is in use: the
-    slots in use never exceed the route entries of the trace (``len(e_pair)``)."""
+    slots in use never exceed the route entries of the trace (``len(e_pair)``). With
+    ``N_ETOP`` < 0 (streamed: message slots recycled, route entries with them; the bound
+    above holds for messages each started once) a message's block is its own entries."""
     J = as_i32(I)
+    if I[S.si + N_ETOP] < 0:
+        J[S.e_base + m] = I[S.route_ptr + m]
+        return
     h = I[S.route_end + m] - I[S.route_ptr + m]
     if h <= 0:
         return
@@ -71,7 +76,7 @@ def entries_give(S, I, m):
     free list of its length."""
     J = as_i32(I)
     h = I[S.route_end + m] - I[S.route_ptr + m]
-    if h > 0:
+    if h > 0 and I[S.si + N_ETOP] >= 0:
         b = J[S.e_base + m]
         J[S.e_next + b] = J[S.eb_head + h]
         J[S.eb_head + h] = b

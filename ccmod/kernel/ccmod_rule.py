@@ -46,8 +46,8 @@ from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import CcState
 from ccmod.kernel.cc_groups import g_add, g_del, g_empty, g_first, g_take_sorted
-from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CHK, N_DEC, N_DONE, N_FRESH, N_INC, N_NEW, N_PF,
-                                   N_SI, N_TCH, _others_add, _others_del, defer, entries_give,
+from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CHK, N_DEC, N_DONE, N_ETOP, N_FRESH, N_INC,
+                                   N_NEW, N_PF, N_SI, N_TCH, _others_add, _others_del, defer, entries_give,
                                    entries_take, pair_deferred, pair_entry, pair_group_deferred)
 from ccmod.kernel.heaps import (heap_pop, heap_update, iheap_push, iheap_remove, iheap_update,
                                 resource_segments, sort_ids, sort_keyed)
@@ -57,16 +57,16 @@ INF = np.inf
 
 
 def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None,
-           pair_cap=None, max_hops=None):
+           pair_cap=None, max_hops=None, entry_blocks=True):
     """Lay out, in arena ``A`` (:class:`ccmod.kernel.state.Arena`), the state for messages
     with the given routes (CSR over resource ids); returns the offsets.
 
     ``seg_cap[l]`` bounds how many messages may be active on ``l`` at once (default: how
     many routes cross it), ``pair_cap[l]`` how many pairs group ``l`` may have (default:
     from ``seg_cap``). ``routes``: the ``(route_ptr, route_res, route_end, okey)`` fields
-    laid out already (``A.where(...)``), shared instead of copied (default: laid out here,
-    the order keys being the ids). ``max_hops``: the longest route (default: the given one's).
-    """
+    laid out already (``A.where(...)``), shared (default: laid out here, the ids as order
+    keys). ``max_hops``: the longest route (default: the given one's); ``entry_blocks``
+    False: a message's links at its own route entries (recycled slots, cc_pairs)."""
     R = int(nresources)
     M = len(route_ptr) - 1
     E = len(route_res)
@@ -89,11 +89,11 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     H = int(max_hops if max_hops is not None else np.max(np.diff(route_ptr)) if M else 0)
     si0 = np.zeros(N_SI, np.int64)
     # a pair's fields, a heap position (g_pos, ph_pos), an entry slot's links (cc_pairs) are
-    # written before they are read: left zero, the pages of pairs and slots never in use
-    # are never touched (memory and set-up time: the pools are sized for every route entry
-    # at once). The free stack of pairs starts as an implicit 0..NP-1.
-    si0[N_PF] = NP
-    si0[N_FRESH] = NP
+    # written before they are read: left zero, the pages of pairs and slots never in use are
+    # never touched (the pools are sized for every route entry at once). The free stack of
+    # pairs starts as an implicit 0..NP-1.
+    si0[N_PF] = si0[N_FRESH] = NP
+    si0[N_ETOP] = 0 if entry_blocks else -1
     if routes is None:
         from ccmod.kernel.state import own_routes
         routes = own_routes(A, route_ptr, route_res)
