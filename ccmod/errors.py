@@ -80,6 +80,19 @@ class CcmodInputError(CcmodError):
         return one_line(msg)
 
 
+class TraceTooLargeError(CcmodInputError, OverflowError):
+    """A trace too large for one whole-program run: an id of the kernel's int32 fields
+    (message, route entry, pair, resource) past 2^31 - 1.
+
+    An input error (one line, exit code 2) and an ``OverflowError``; a streamed run holds
+    ids only for what is in flight, so the hint says how to stream the trace.
+    """
+
+    def __init__(self, what: str):
+        super().__init__(what, hint="convert the trace to Parquet with `ccmod convert` and "
+                                    "run it with --stream")
+
+
 class DeadlockError(CcmodError):
     """The simulated application deadlocked: every unfinished rank is blocked."""
 

@@ -54,9 +54,13 @@ def test_program_is_read_narrow_and_refuses_ids_that_do_not_fit():
                       one, one, one, one, one)
     assert P.op.dtype == np.int8 and P.rec_msg.dtype == np.int32
     assert P.rec_msg[1] == 2**31 - 1
-    with pytest.raises(OverflowError, match="message id"):
+    with pytest.raises(OverflowError, match="message id") as exc:
         whole_program(1, [0, 1], np.array([1]), np.zeros(1), np.array([2**31]),
                       one, one, one, one, one)
+    # an input error the command line reports in one line with exit code 2, saying to stream
+    from ccmod.errors import CcmodInputError
+    assert isinstance(exc.value, CcmodInputError) and exc.value.exit_code == 2
+    assert "--stream" in str(exc.value) and "\n" not in str(exc.value)
     # the run's own arrays are taken as they are (no copy per record)
     w = load_workload(TRACES / "pingpong.ti")
     from ccmod.compile import compile_messages

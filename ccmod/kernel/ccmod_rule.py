@@ -72,7 +72,8 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     E = len(route_res)
     if max(E, M, R) > np.iinfo(np.int32).max:
         # entry, pair, message and resource ids live in int32 fields (as_i32: J[...])
-        raise OverflowError(f"{E} route entries: one run holds at most 2^31 - 1")
+        from ccmod.errors import TraceTooLargeError
+        raise TraceTooLargeError(f"{E} route entries: one run holds at most 2^31 - 1")
     seg, P = resource_segments(R, route_res, seg_cap)
     # pairs (r, b) with b a group: at most one per route entry; a group's heap of pairs
     # holds at most one pair per other resource, and no more than its members' other hops

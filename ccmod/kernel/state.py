@@ -243,8 +243,9 @@ def _check_i32(init):
     """Refuse an int32 field's initial values that do not fit (an id past 2^31 - 1)."""
     a = np.asarray(init)
     if a.size and a.dtype.itemsize > 4 and (a.min() < -2**31 or a.max() > 2**31 - 1):
-        raise OverflowError(f"a kernel id does not fit in int32 ({int(a.min())}.."
-                            f"{int(a.max())}): too large a trace for one whole-program run")
+        from ccmod.errors import TraceTooLargeError
+        raise TraceTooLargeError(f"a kernel id does not fit in int32 ({int(a.min())}.."
+                                 f"{int(a.max())}): too large a trace for one whole-program run")
 
 
 def _small_pages(bufs, regions):
@@ -413,6 +414,7 @@ def _narrow(a, dtype, what):
         return a
     info = np.iinfo(dtype)
     if a.size and (a.min() < info.min or a.max() > info.max):
-        raise OverflowError(f"a {what} does not fit in {np.dtype(dtype).name} "
-                            f"({int(a.min())}..{int(a.max())})")
+        from ccmod.errors import TraceTooLargeError
+        raise TraceTooLargeError(f"a {what} does not fit in {np.dtype(dtype).name} "
+                                 f"({int(a.min())}..{int(a.max())})")
     return a.astype(dtype)
