@@ -12,6 +12,15 @@ from ccmod.errors import CcmodInputError
 _ACTIVE: dict[str, str] = {}
 
 
+def refuse_directory(path: Path) -> Path:
+    """``path``, refused in one line when it is a folder (an output file's name was asked
+    for): what writing it would fail on, for a caller to check before costly work too."""
+    if path.is_dir():
+        raise CcmodInputError("is a directory, not a file", source=str(path),
+                              hint="give a file name")
+    return path
+
+
 def temp_path(path) -> Path:
     """The hidden temporary file ``.NAME.ccmod-tmp`` next to ``path`` (renamed over it when
     complete), created empty.
@@ -21,10 +30,7 @@ def temp_path(path) -> Path:
     Streaming writers that keep the file open across calls use this directly; everything
     else goes through :func:`atomic_path`.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise CcmodInputError("is a directory, not a file", source=str(path),
-                              hint="give a file name")
+    path = refuse_directory(Path(path))
     # a second writer of the same target in this process (e.g. a raw pass and the final
     # table) takes the next name: names stay deterministic, so a rerun still replaces them
     k = 0

@@ -19,8 +19,7 @@ import math
 import re
 from pathlib import Path
 
-from ccmod.atomic import atomic_write_text, ensure_dir
-from ccmod.errors import CcmodInputError
+from ccmod.atomic import atomic_write_text, ensure_dir, refuse_directory
 from ccmod.outputs.knee import knee_series, knee_verdict, resolve_knee_runs
 from ccmod.units import fmt_bytes, fmt_num, fmt_pct, fmt_s
 
@@ -295,10 +294,7 @@ def _writable(out: Path) -> Path:
     output path fails in one line before the report is built (seconds for a large run),
     with the messages the atomic write would give."""
     ensure_dir(out.parent)
-    if out.is_dir():
-        raise CcmodInputError("is a directory, not a file", source=str(out),
-                              hint="give a file name")
-    return out
+    return refuse_directory(out)
 
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
