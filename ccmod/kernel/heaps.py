@@ -174,13 +174,10 @@ def timer_pop(I, F, item, pos, tt, ts, lens):
 # between messages follow ``I[tie + x]`` (the message id) instead, so the order of equal
 # keys, and with it every result, is that of the whole program (where ``tie`` holds the ids).
 @njit(cache=True, inline="always")
-def _okey(I, tie, x):
+def order_key(I, tie, x):
+    """Message x's order key: ``I[tie + x]``, or x itself with ``tie < 0`` (a whole-program
+    run not in slot order holds no order keys: its ids are its slots, 8 bytes per message)."""
     return x if tie < 0 else I[tie + x]
-
-
-#: message x's order key: ``I[tie + x]``, or x itself with ``tie < 0`` (a whole-program
-#: run not in slot order holds no order keys: its ids are its slots, 8 bytes per message)
-order_key = _okey
 
 
 @leaf
@@ -191,9 +188,9 @@ def sort_keyed(I, a, n, tie):
     if n <= 32:
         for i in range(a + 1, a + n):
             x = I[i]
-            kx = _okey(I, tie, x)
+            kx = order_key(I, tie, x)
             j = i - 1
-            while j >= a and _okey(I, tie, I[j]) > kx:
+            while j >= a and order_key(I, tie, I[j]) > kx:
                 I[j + 1] = I[j]
                 j -= 1
             I[j + 1] = x
@@ -216,14 +213,14 @@ def sort_ids(I, a, n):
 @leaf
 def _sift_max(I, a, i, n, tie):
     x = I[a + i]
-    kx = _okey(I, tie, x)
+    kx = order_key(I, tie, x)
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and _okey(I, tie, I[a + c + 1]) > _okey(I, tie, I[a + c]):
+        if c + 1 < n and order_key(I, tie, I[a + c + 1]) > order_key(I, tie, I[a + c]):
             c += 1
-        if _okey(I, tie, I[a + c]) > kx:
+        if order_key(I, tie, I[a + c]) > kx:
             I[a + i] = I[a + c]
             i = c
         else:
