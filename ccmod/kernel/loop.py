@@ -287,27 +287,6 @@ def _unblock(C, L, I, F, r, t):
     return True
 
 
-@njit(cache=True, inline="always")
-def _drain(C, P, L, I, F, t):
-    R = rank_st(I)
-    K = scalars(I)
-    cap = R.nready
-    while I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
-        h = I[K.ks + K_RHEAD]
-        r = I[R.ready + h % cap]
-        I[K.ks + K_RHEAD] = h + 1
-        if h + 2 < I[K.ks + K_RTAIL]:
-            # the rank two places on: with many ranks its next record is rarely in cache
-            # any more (one line per rank, reused once a round), fetch it while these run
-            pc2 = I[R.pc + I[R.ready + (h + 2) % cap]]
-            prefetch(P.op, pc2 >> 3)            # in words (see _warm)
-            prefetch(P.rec_msg, pc2 >> 1)
-        if _unblock(C, L, I, F, r, t):
-            _advance(C, P, L, I, F, r, t)
-            if I[K.ks + K_STARVED] != 0:
-                return                 # resumed by run_loop after the refill
-
-
 def run_loop(C, P, L, I, F):
     """Evaluate (or continue evaluating) until done or ``C.max_events`` horizons passed.
 
@@ -338,32 +317,55 @@ def _loop(C, P, L, I, F):
     M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
     K, BG = scalars(I), bg_steps(I)
     n = P.nranks
+    cap = R.nready
     t = F[K.kf]
+    adv = -1                     # the rank to interpret next (-1: none)
     if I[K.ks + K_STARVED] != 0:
         # resume a rank starved at the end of its window (refilled since), then go on
         # exactly as the interrupted horizon would have
-        r = I[K.ks + K_STARVED] - 1
+        adv = I[K.ks + K_STARVED] - 1
         I[K.ks + K_STARVED] = 0
-        _advance(C, P, L, I, F, r, t)
-        if I[K.ks + K_STARVED] != 0:
-            return False
     if I[K.ks + K_STARTED] == 0:
         I[K.ks + K_STARTED] = 1
         _sig(C, L, 0.0, SG_GO_INIT, n, M.nmsg, 0, 0, 0.0)
-    while I[K.ks + K_INIT] < n:           # every rank starts at 0 (resumable)
-        r = I[K.ks + K_INIT]
-        I[K.ks + K_INIT] = r + 1
-        _sig(C, L, 0.0, SG_NEWPROC, r, 0, 0, 0, 0.0)
-        _advance(C, P, L, I, F, r, 0.0)
-        if I[K.ks + K_STARVED] != 0:
-            return False
-    if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
-        _drain(C, P, L, I, F, t)
-        if I[K.ks + K_STARVED] != 0:
-            return False
     nbg = BG.n
     budget = C.max_events
-    while budget != 0:
+    while True:
+        # the ranks that run at t: the one a timer released, the ranks not started yet
+        # (every rank starts at 0, resumable), then the ready ring. _advance has this one
+        # call site, so that it is inlined here (its offsets, the Program's fields and
+        # the flags are not passed and reloaded at every wake-up)
+        while True:
+            ta = t
+            if adv < 0:
+                if I[K.ks + K_INIT] < n:
+                    adv = I[K.ks + K_INIT]
+                    I[K.ks + K_INIT] = adv + 1
+                    ta = 0.0
+                    _sig(C, L, 0.0, SG_NEWPROC, adv, 0, 0, 0, 0.0)
+                elif I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
+                    h = I[K.ks + K_RHEAD]
+                    r = I[R.ready + h % cap]
+                    I[K.ks + K_RHEAD] = h + 1
+                    if h + 2 < I[K.ks + K_RTAIL]:
+                        # the rank two places on: with many ranks its next record is
+                        # rarely in cache any more (one line per rank, reused once a
+                        # round), fetch it while these run
+                        pc2 = I[R.pc + I[R.ready + (h + 2) % cap]]
+                        prefetch(P.op, pc2 >> 3)            # in words (see _warm)
+                        prefetch(P.rec_msg, pc2 >> 1)
+                    if not _unblock(C, L, I, F, r, t):
+                        continue
+                    adv = r
+                else:
+                    break
+            _advance(C, P, L, I, F, adv, ta)
+            adv = -1
+            if I[K.ks + K_STARVED] != 0:
+                F[K.kf] = t
+                return False                 # resumed by run_loop after the refill
+        if budget == 0:
+            break
         budget -= 1
         tk = rule_next(C, I, F)        # the sharing rule's next completion
         th = F[T.t + I[T.item]] if I[T.len] > 0 else INF
@@ -407,7 +409,7 @@ def _loop(C, P, L, I, F):
                     I[K.ks + K_RECORDS] += 1
                     _busy_for(I, F, x, t, at_f(P.dur, pc), STATE_COMPUTE)
                 elif F[R.hfree + x] <= t or not _busy(I, F, x, t):
-                    _advance(C, P, L, I, F, x, t)
+                    adv = x
             elif kind == EV_MSG_END:
                 message_done(C, L, I, F, m, t)
             elif kind == EV_LAT_END:
@@ -434,12 +436,7 @@ def _loop(C, P, L, I, F):
                         retire(I, m)
             elif kind == EV_RESUME:
                 if _unblock(C, L, I, F, x - n, t):
-                    _advance(C, P, L, I, F, x - n, t)
-            if I[K.ks + K_STARVED] != 0:
-                F[K.kf] = t
-                return False
-        if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
-            _drain(C, P, L, I, F, t)
+                    adv = x - n
             if I[K.ks + K_STARVED] != 0:
                 F[K.kf] = t
                 return False
