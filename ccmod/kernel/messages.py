@@ -15,7 +15,7 @@ from ccmod.kernel.compiled import leaf, msg_in, msg_st, per_msg, rank_st, scalar
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import order_key, timer_set
 from ccmod.kernel.rawbuf import as_i32
-from ccmod.kernel.state import FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET
+from ccmod.kernel.state import FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET, RF, RI
 from ccmod.kernel.record import sig as _sig
 from ccmod.kernel.rules import rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_START,
@@ -102,17 +102,17 @@ def am_arrived(I, F, m, t):
     R = rank_st(I)
     d = as_i32(I)[M.dst + m]
     h = F[M.handler_s + per_msg(M, FC_HANDLER, m)]
-    start = max(t, F[R.hfree + d])
+    start = max(t, F[R.hfree + d * RF])
     end = start + h
-    F[R.hfree + d] = end
-    F[R.handler_tot + d] += h
-    if I[R.block_state + d] == RS_COMPUTING and F[R.comp_end + d] > t:
+    F[R.hfree + d * RF] = end
+    F[R.handler_tot + d * RF] += h
+    if I[R.block_state + d * RI] == RS_COMPUTING and F[R.comp_end + d * RF] > t:
         # preemptive handler: the compute in progress finishes h later
-        F[R.comp_end + d] += h
-        arm_timer(I, F, d, EV_COMPUTE, F[R.comp_end + d])
-        F[R.h_inside + d] += h
-    elif I[R.block_state + d] >= 0:
-        F[R.h_inside + d] += h      # a blocked rank resumes only after its handlers
+        F[R.comp_end + d * RF] += h
+        arm_timer(I, F, d, EV_COMPUTE, F[R.comp_end + d * RF])
+        F[R.h_inside + d * RF] += h
+    elif I[R.block_state + d * RI] >= 0:
+        F[R.h_inside + d * RF] += h      # a blocked rank resumes only after its handlers
     arm_msg_timer(I, F, m, EV_HANDLER_END, end)
 
 
@@ -148,14 +148,14 @@ def message_done(C, L, I, F, m, t):
         return
     r = as_i32(I)[G.send_waiter + m]
     if r >= 0:
-        I[R.pending + r] -= 1
-        if I[R.pending + r] == 0:
+        I[R.pending + r * RI] -= 1
+        if I[R.pending + r * RI] == 0:
             make_ready(I, r)
     if F[G.t_post_recv + m] < INF:
         r = as_i32(I)[G.recv_waiter + m]
         if r >= 0:
-            I[R.pending + r] -= 1
-            if I[R.pending + r] == 0:
+            I[R.pending + r * RI] -= 1
+            if I[R.pending + r * RI] == 0:
                 make_ready(I, r)
     if C.recycle:
         unref(I, m)
@@ -172,9 +172,9 @@ def wait_on(C, I, F, r, m, side):
             return False
         as_i32(I)[G.send_waiter + m] = r
     else:
-        F[R.ovh_due + r] += F[M.o_recv + per_msg(M, FC_O_RECV, m)]   # paid once received
+        F[R.ovh_due + r * RF] += F[M.o_recv + per_msg(M, FC_O_RECV, m)]   # paid once received
         if F[G.t_end + m] < INF:
             return False
         as_i32(I)[G.recv_waiter + m] = r
-    I[R.pending + r] += 1
+    I[R.pending + r * RI] += 1
     return True

@@ -71,6 +71,15 @@ FC_QUIET, FC_LATENCY, FC_O_SEND, FC_O_RECV, FC_HANDLER, FC_FLOW_CAP = CONST_INPU
 RankSt = namedtuple("RankSt", "nranks nready pc pending block_state t_block finish comp_end "
                               "comp_start comp_state hfree handler_tot h_inside paid_pc "
                               "ovh_due state_s barrier ready")
+#: a rank's fields side by side, a record of ``RI`` words in ``I`` and one of ``RF`` in
+#: ``F`` per rank (one cache line each: the buffers and the records are 64-byte aligned),
+#: rank r's program counter at ``I[R.pc + r * RI]``: waking one of many ranks touches two
+#: lines, not one per field (the per-field arrays of 1024 ranks fall out of the cache)
+RI, RF = 8, 8
+RANK_I = ("pc", "pending", "block_state", "comp_state", "paid_pc")
+RANK_F = ("t_block", "finish", "comp_end", "comp_start", "hfree", "handler_tot", "h_inside",
+          "ovh_due")
+RankRec = namedtuple("RankRec", "irec frec")
 MsgSt = namedtuple("MsgSt", "t_post_send t_post_recv t_start t_end send_waiter recv_waiter "
                             "am_waiter bott nic_next refs ret")
 Timers = namedtuple("Timers", "item pos t seq kind len msg free nf")
@@ -126,7 +135,9 @@ class Arena:
     int32 elements, read through :func:`ccmod.kernel.rawbuf.as_i32`), ``("v", value)`` (a
     plain value, e.g. a size) or ``("=", kind, offset, length)`` (the same slice as another
     field: shared inputs) or ``("+", name, delta, length)`` (a slice of field ``name`` of
-    the same struct, ``delta`` further on).
+    the same struct, ``delta`` further on) or ``("%", kind, offset, length, stride)`` (every
+    ``stride``-th element from ``offset``: a field of records laid out already; its spec's
+    length is the span it covers, its view strided).
     """
 
     def __init__(self):
@@ -145,6 +156,9 @@ class Arena:
             if f[0] == "=":
                 kind, off, n = f[1], f[2], f[3]
                 shape = None
+            elif f[0] == "%":
+                kind, off, shape = f[1], f[2], ("stride", f[4], f[3])
+                n = (f[3] - 1) * f[4] + 1 if f[3] else 0
             elif f[0] == "+":
                 kind, off = spec[f[1]][:2]
                 off, n, shape = off + f[2], f[3], None
@@ -166,6 +180,10 @@ class Arena:
             self.inits.append(("i", H_BASE[cls], len(vals), np.asarray(vals, np.int64)))
         return cls(*vals)
 
+    def align(self, kind, words):
+        """Start the next field of ``kind`` ("i" or "f") at a multiple of ``words``."""
+        self.size[kind] = -(-self.size[kind] // words) * words
+
     def where(self, cls, name):
         """``("=", kind, offset, length)`` of a field laid out already (to share it)."""
         kind, off, n, _ = self.spec[cls][name]
@@ -176,8 +194,8 @@ class Arena:
         time inputs of 4 MB in all have been let go (the engine gives the C heap's free
         pages back: freed inputs would otherwise stay resident under the new buffers).
         ``sparse``: ``{struct name: field names}`` kept in small pages (:data:`SPARSE`)."""
-        bufs = {"i": np.zeros(max(self.size["i"], 1), np.int64),
-                "f": np.zeros(max(self.size["f"], 1), np.float64)}
+        bufs = {"i": _zeros64(max(self.size["i"], 1), np.int64),
+                "f": _zeros64(max(self.size["f"], 1), np.float64)}
         bufs["j"] = bufs["i"].view(np.int32)
         if sparse:
             regions = [self.spec[cls][name][:3] for cls in self.spec
@@ -230,8 +248,20 @@ class Arena:
                 out.append(off)
                 continue
             v = (I if kind == "i" else I.view(np.int32) if kind == "j" else F)[off:off + n]
-            out.append(v.reshape(shape) if shape is not None else v)
+            if shape is not None and shape[0] == "stride":
+                v = v[::shape[1]][:shape[2]]
+            elif shape is not None:
+                v = v.reshape(shape)
+            out.append(v)
         return cls(*out)
+
+
+def _zeros64(n, dtype):
+    """``np.zeros(n, dtype)`` starting at a multiple of 64 bytes (a cache line), so that
+    a record aligned in the buffer (:data:`RI`) is one line."""
+    a = np.zeros(n + 8, dtype)
+    k = (-a.ctypes.data % 64) // a.itemsize
+    return a[k:k + n]
 
 
 _MADV_DONTNEED = 4
@@ -332,15 +362,21 @@ def new_logs():
 
 def rank_state(A, rank_ptr, nstates):
     n = len(rank_ptr) - 1
+    irec, frec = np.zeros((n, RI), np.int64), np.zeros((n, RF))
+    init = {"pc": np.asarray(rank_ptr[:-1], np.int64), "block_state": -1, "paid_pc": -1,
+            "finish": INF, "comp_end": INF}
+    for rec, names in ((irec, RANK_I), (frec, RANK_F)):
+        for k, name in enumerate(names):
+            rec[:, k] = init.get(name, 0)
+    A.align("i", RI)
+    A.align("f", RF)
+    recs = A.struct(RankRec, irec=("i", n * RI, irec.ravel()), frec=("f", n * RF, frec.ravel()))
+    fields = {name: ("%", "i", recs.irec + k, n, RI) for k, name in enumerate(RANK_I)}
+    fields.update({name: ("%", "f", recs.frec + k, n, RF) for k, name in enumerate(RANK_F)})
     return A.struct(
         RankSt, nranks=("v", n), nready=("v", 2 * n + 4),
-        pc=("i", n, np.asarray(rank_ptr[:-1], np.int64)),
-        pending=("i", n, 0), block_state=("i", n, -1), t_block=("f", n, 0.0),
-        finish=("f", n, INF), comp_end=("f", n, INF), comp_start=("f", n, 0.0),
-        comp_state=("i", n, 0), hfree=("f", n, 0.0), handler_tot=("f", n, 0.0),
-        h_inside=("f", n, 0.0), paid_pc=("i", n, -1), ovh_due=("f", n, 0.0),
         state_s=("f", n * nstates, 0.0, (n, nstates)), barrier=("i", n, 0),
-        ready=("i", 2 * n + 4, 0))
+        ready=("i", 2 * n + 4, 0), **fields)
 
 
 def msg_state(A, M, nnodes, recycle=False):
