@@ -3,7 +3,8 @@
 Modules: :mod:`~ccmod.kernel.loop` (the hot loop: ranks, waits, barrier, send modes,
 handlers, horizons), :mod:`~ccmod.kernel.messages` (a message's injection, end,
 handler and waiters), :mod:`~ccmod.kernel.ccmod_rule` (the article's contention /
-bandwidth-availability sharing with per-resource virtual clocks),
+bandwidth-availability sharing with per-resource virtual clocks; its flush in
+:mod:`~ccmod.kernel.cc_flush`),
 :mod:`~ccmod.kernel.maxmin` (incremental max-min over
 :mod:`~ccmod.kernel.mm_classes`, classes of flows with one virtual clock each), :mod:`~ccmod.kernel.heaps` (indexed
 heaps), :mod:`~ccmod.kernel.state` (the arrays), :mod:`~ccmod.kernel.record` (recordings

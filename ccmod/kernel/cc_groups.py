@@ -17,9 +17,23 @@ position (``>= 0``), and ``-1`` means in no group; ``g_next`` links the run forw
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ccmod.kernel.compiled import leaf
 from ccmod.kernel.heaps import heap_push, heap_remove, order_key
 from ccmod.kernel.rawbuf import as_i32
+
+INF = np.inf
+
+
+@leaf
+def _vclock(S, F, r, t):
+    """Group r's virtual clock at t (quiet-seconds served per member; stands still while
+    the group is idle, its share infinite)."""
+    s = F[S.share + r]
+    if s == INF:
+        return F[S.v_at + r]
+    return F[S.v_at + r] + s * (t - F[S.t_at + r])
 
 
 @leaf

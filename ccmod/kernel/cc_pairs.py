@@ -251,3 +251,12 @@ def _unpair(I, F, e, p):
         n = I[S.si + N_PF]
         I[S.pfree + n] = p
         I[S.si + N_PF] = n + 1
+
+
+@leaf
+def _mark(I, flag, lst, si, k, r):
+    """Note r once in the list at ``lst`` (flag at ``flag + r``; ``I[si + k]`` entries)."""
+    if not I[flag + r]:
+        I[flag + r] = 1
+        I[lst + I[si + k]] = r
+        I[si + k] += 1

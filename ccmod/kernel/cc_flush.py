@@ -1,0 +1,269 @@
+"""The article's sharing rule at the end of an instant: the flush (joins, checks, moves,
+re-schedules).
+
+The changes of one instant (starts, ends, background steps: :mod:`ccmod.kernel.ccmod_rule`)
+only mark what they touch: resources whose share dropped (``dec``) or rose (``inc``),
+groups to re-schedule (``tch``), messages to join (``new``). :func:`cc_flush` settles them
+once per event horizon: a changed share re-keys its resource's pairs and marks the groups
+to check, each check walks its group's heap of pairs down to the keys that may bind before
+it (:mod:`ccmod.kernel.cc_pairs`), the candidates move to their new best group in order key
+order, the new messages join theirs, and the touched groups' next completions are
+re-scheduled in the completion heap (the sharing part of the event horizon). See
+:mod:`ccmod.kernel.ccmod_rule` for the rule and why a check finds exactly the members that
+must move.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ccmod.kernel.compiled import cc_state, leaf
+from ccmod.kernel.rawbuf import as_i32
+from ccmod.kernel.cc_groups import _vclock, g_add, g_del, g_empty, g_first
+from ccmod.kernel.cc_pairs import (N_CHK, N_DEC, N_INC, N_NEW, N_TCH, _mark, _others_del, defer,
+                                   pair_entry, pair_group_deferred)
+from ccmod.kernel.heaps import (heap_update, iheap_push, iheap_remove, iheap_update, sort_ids,
+                                sort_keyed)
+
+INF = np.inf
+
+
+@leaf
+def _best(S, I, F, m, exclude):
+    """(min share, resource) over m's route, optionally excluding one resource."""
+    best = INF
+    br = -1
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        r = as_i32(I)[S.route_res + e]
+        if r != exclude:
+            s = F[S.share + r]
+            if s < best or (s == best and r < br):
+                best = s
+                br = r
+    return best, br
+
+
+@leaf
+def _pair_key(S, I, F, r, check):
+    """share[r] changed: re-key r's pairs in their groups' heaps; with ``check``, mark
+    those groups to check (a lower share on r may now bind before them)."""
+    s = F[S.share + r]
+    p = I[S.rp_head + r]
+    while p >= 0:
+        b = I[S.pb + p]
+        F[S.pkey + p] = s
+        heap_update(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
+        if check:
+            _mark(I, S.chk_f, S.chk_l, S.si, N_CHK, b)
+        p = I[S.rnext + p]
+
+
+@leaf
+def _join(I, F, m, r, t, remaining, fresh):
+    """Put m into group r with ``remaining`` quiet-seconds of work; ``fresh``: m has just
+    started (none of its entries is paired or deferred yet: nothing to take out first).
+    A fresh message alone on its whole route (most messages of light traffic) needs
+    neither pairs nor a check: its group is empty (its only message is m), so it is noted
+    on its resources (``lone``) and its group re-scheduled at once (nothing else can join
+    that group at this instant: no other message crosses it, and the moves came first)."""
+    J = as_i32(I)
+    S = cc_state(I)
+    J[S.bott + m] = r
+    F[S.vfin + m] = _vclock(S, F, r, t) + remaining
+    g_add(S, I, F, r, m)
+    alone = True
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        if I[S.count + as_i32(I)[S.route_res + e]] != 1:
+            alone = False
+            break
+    if fresh and alone:
+        for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+            I[S.lone + as_i32(I)[S.route_res + e]] = m
+        _touch(I, F, r, t)
+        return
+    d = J[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        r2 = J[S.route_res + e]
+        if not fresh:
+            _others_del(S, I, F, r2, e + d)
+        if alone:
+            I[S.lone + r2] = m
+        elif r2 != r:
+            if I[S.count + r2] == 1:
+                defer(S, I, F, r2, e + d, r, m)
+            else:
+                pair_entry(I, F, r2, e + d, r, m)
+    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+
+
+@leaf
+def _move(I, F, m, r_new, t):
+    J = as_i32(I)
+    S = cc_state(I)
+    old = J[S.bott + m]
+    rem = F[S.vfin + m] - _vclock(S, F, old, t)
+    g_del(S, I, F, old, m)
+    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
+    _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0, False)
+
+
+@leaf
+def _beats(F, share, r, b):
+    """Does resource r bind before group b (lower share, ties to the lower id)?"""
+    s = F[share + r]
+    sb = F[share + b]
+    return s < sb or (s == sb and r < b)
+
+
+@leaf
+def _check(I, F, b, nc):
+    """Add to the candidates every member of group b crossing a resource that now binds
+    before b: walk b's heap of pairs (keyed by that resource's share) down to the keys
+    above share[b]; returns the new number of candidates. Deferred entries are paired
+    first when share[b] reached the lower bound of their keys."""
+    J = as_i32(I)
+    S = cc_state(I)
+    sb = F[S.share + b]
+    if F[S.dmin + b] <= sb:
+        pair_group_deferred(S, I, F, b)
+    n = I[S.ph_len + b]
+    if n == 0:
+        return nc
+    o = S.ph_item + I[S.ph_seg + b]
+    top = 0
+    I[S.stk] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        i = I[S.stk + top]
+        p = I[o + i]
+        if F[S.pkey + p] > sb:
+            continue
+        if _beats(F, S.share, I[S.pr + p], b):
+            e = I[S.phead + p]
+            while e >= 0:
+                m2 = J[S.emsg + e]
+                if not J[S.cand_f + m2]:
+                    J[S.cand_f + m2] = 1
+                    I[S.cand_l + nc] = m2
+                    nc += 1
+                e = J[S.e_next + e]
+        for c in range(2 * i + 1, 2 * i + 3):
+            if c < n:
+                I[S.stk + top] = c
+                top += 1
+    return nc
+
+
+@leaf
+def _touch(I, F, r, t):
+    """Re-schedule the next completion of group r (its rate or head changed)."""
+    S = cc_state(I)
+    if g_empty(S, I, r) or F[S.share + r] == INF:
+        if I[S.ev_pos + r] >= 0:
+            iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+        return
+    head = g_first(S, I, F, r)
+    dv = F[S.vfin + head] - _vclock(S, F, r, t)
+    F[S.ev_t + r] = t + (dv / F[S.share + r] if dv > 0.0 else 0.0)
+    if I[S.ev_pos + r] >= 0:
+        iheap_update(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+    else:
+        iheap_push(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+
+
+@leaf
+def cc_flush(I, F):
+    """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
+    si = cc_state(I).si
+    if I[si + N_DEC] != 0 or I[si + N_INC] != 0:
+        _flush(I, F)
+        return
+    # starts only (no share dropped nor rose on a resource that had messages: no group
+    # to check, no candidate), the usual instant. (Each step a function of its own, with
+    # its own offsets: compiled as one, the ~40 offsets of all steps were loaded from the
+    # header at every call, most of which have nothing to do.)
+    if I[si + N_NEW] != 0:
+        _flush_new(I, F)
+    if I[si + N_TCH] != 0:
+        _flush_touches(I, F)
+
+
+@leaf
+def _flush_new(I, F):
+    """Join the messages started at this instant, each to its best group."""
+    S = cc_state(I)
+    t = F[S.sf]
+    for i in range(I[S.si + N_NEW]):
+        m = I[S.new_m + i]
+        _, b = _best(S, I, F, m, -1)
+        _join(I, F, m, b, t, F[S.new_w + i], True)
+    I[S.si + N_NEW] = 0
+
+
+@leaf
+def _flush_touches(I, F):
+    """Re-schedule the groups touched at this instant, in resource order."""
+    S = cc_state(I)
+    t = F[S.sf]
+    nt = I[S.si + N_TCH]
+    sort_ids(I, S.tch_l, nt)
+    I[S.si + N_TCH] = 0
+    for i in range(nt):
+        r = I[S.tch_l + i]
+        I[S.tch_f + r] = 0
+        _touch(I, F, r, t)
+
+
+@leaf
+def _flush(I, F):
+    """Checks and moves first (a share dropped or rose), then the starts, then the
+    re-schedules."""
+    nc = _flush_checks(I, F)
+    if nc > 0:
+        _flush_moves(I, F, nc, F[cc_state(I).sf])
+    _flush_new(I, F)
+    _flush_touches(I, F)
+
+
+@leaf
+def _flush_checks(I, F):
+    """A changed share on r re-keys r's pairs; a lower one may attract members of the
+    pairs' groups, a higher share[b] may let members of b leave: check those groups.
+    Returns how many candidates to move (in ``cand_l``)."""
+    S = cc_state(I)
+    si = S.si
+    for i in range(I[si + N_DEC]):
+        r = I[S.dec_l + i]
+        I[S.dec_f + r] = 0
+        _pair_key(S, I, F, r, True)
+    I[si + N_DEC] = 0
+    for i in range(I[si + N_INC]):
+        r = I[S.inc_l + i]
+        I[S.inc_f + r] = 0
+        _pair_key(S, I, F, r, False)
+        _mark(I, S.chk_f, S.chk_l, S.si, N_CHK, r)
+    I[si + N_INC] = 0
+    nc = 0
+    for i in range(I[si + N_CHK]):
+        b = I[S.chk_l + i]
+        I[S.chk_f + b] = 0
+        nc = _check(I, F, b, nc)
+    I[si + N_CHK] = 0
+    return nc
+
+
+@leaf
+def _flush_moves(I, F, nc, t):
+    """Move the ``nc`` candidates (in order key order) whose best resource changed."""
+    J = as_i32(I)
+    S = cc_state(I)
+    sort_keyed(I, S.cand_l, nc, S.okey)
+    for i in range(nc):
+        m2 = I[S.cand_l + i]
+        J[S.cand_f + m2] = 0
+        if J[S.bott + m2] < 0:
+            continue
+        _, b = _best(S, I, F, m2, -1)
+        if b != J[S.bott + m2]:
+            _move(I, F, m2, b, t)
+
