@@ -43,6 +43,44 @@ def _best(S, I, F, m, exclude):
 
 
 @leaf
+def _best_alone(S, I, F, m):
+    """:func:`_best` over m's whole route, and whether m is alone on it (every resource's
+    count 1), in one pass: (resource, alone)."""
+    best = INF
+    br = -1
+    alone = True
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        r = as_i32(I)[S.route_res + e]
+        s = F[S.share + r]
+        if s < best or (s == best and r < br):
+            best = s
+            br = r
+        if I[S.count + r] != 1:
+            alone = False
+    return br, alone
+
+
+@leaf
+def _join_alone(I, F, m, r, t, remaining):
+    """Put a message just started and alone on its whole route (most messages of light
+    traffic) into group r with ``remaining`` quiet-seconds of work. It needs neither pairs
+    nor a check: group r is empty (its only message is m), so m is noted on its resources
+    (``lone``) and the group re-scheduled at once with m as its first member, as
+    :func:`_touch` would (nothing else can join that group at this instant: no other
+    message crosses it, and the moves came first)."""
+    J = as_i32(I)
+    S = cc_state(I)
+    J[S.bott + m] = r
+    vc = _vclock(S, F, r, t)
+    vfin = vc + remaining
+    F[S.vfin + m] = vfin
+    g_add(S, I, F, r, m)
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        I[S.lone + J[S.route_res + e]] = m
+    _schedule(S, I, F, r, t, vfin - vc)
+
+
+@leaf
 def _pair_key(S, I, F, r, check):
     """share[r] changed: re-key r's pairs in their groups' heaps; with ``check``, mark
     those groups to check (a lower share on r may now bind before them)."""
@@ -60,26 +98,19 @@ def _pair_key(S, I, F, r, check):
 @leaf
 def _join(I, F, m, r, t, remaining, fresh):
     """Put m into group r with ``remaining`` quiet-seconds of work; ``fresh``: m has just
-    started (none of its entries is paired or deferred yet: nothing to take out first).
-    A fresh message alone on its whole route (most messages of light traffic) needs
-    neither pairs nor a check: its group is empty (its only message is m), so it is noted
-    on its resources (``lone``) and its group re-scheduled at once (nothing else can join
-    that group at this instant: no other message crosses it, and the moves came first)."""
+    started (none of its entries is paired or deferred yet: nothing to take out first),
+    and is not alone on its whole route (:func:`_join_alone`)."""
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r
     F[S.vfin + m] = _vclock(S, F, r, t) + remaining
     g_add(S, I, F, r, m)
-    alone = True
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-        if I[S.count + as_i32(I)[S.route_res + e]] != 1:
-            alone = False
-            break
-    if fresh and alone:
+    alone = not fresh
+    if alone:
         for e in range(I[S.route_ptr + m], I[S.route_end + m]):
-            I[S.lone + as_i32(I)[S.route_res + e]] = m
-        _touch(I, F, r, t)
-        return
+            if I[S.count + as_i32(I)[S.route_res + e]] != 1:
+                alone = False
+                break
     d = J[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r2 = J[S.route_res + e]
@@ -155,6 +186,16 @@ def _check(I, F, b, nc):
 
 
 @leaf
+def _schedule(S, I, F, r, t, dv):
+    """Group r's next completion, at t, is ``dv`` quiet-seconds of its first member away."""
+    F[S.ev_t + r] = t + (dv / F[S.share + r] if dv > 0.0 else 0.0)
+    if I[S.ev_pos + r] >= 0:
+        iheap_update(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+    else:
+        iheap_push(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+
+
+@leaf
 def _touch(I, F, r, t):
     """Re-schedule the next completion of group r (its rate or head changed)."""
     S = cc_state(I)
@@ -163,12 +204,7 @@ def _touch(I, F, r, t):
             iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
         return
     head = g_first(S, I, F, r)
-    dv = F[S.vfin + head] - _vclock(S, F, r, t)
-    F[S.ev_t + r] = t + (dv / F[S.share + r] if dv > 0.0 else 0.0)
-    if I[S.ev_pos + r] >= 0:
-        iheap_update(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
-    else:
-        iheap_push(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
+    _schedule(S, I, F, r, t, F[S.vfin + head] - _vclock(S, F, r, t))
 
 
 @leaf
@@ -195,8 +231,11 @@ def _flush_new(I, F):
     t = F[S.sf]
     for i in range(I[S.si + N_NEW]):
         m = I[S.new_m + i]
-        _, b = _best(S, I, F, m, -1)
-        _join(I, F, m, b, t, F[S.new_w + i], True)
+        b, alone = _best_alone(S, I, F, m)
+        if alone:
+            _join_alone(I, F, m, b, t, F[S.new_w + i])
+        else:
+            _join(I, F, m, b, t, F[S.new_w + i], True)
     I[S.si + N_NEW] = 0
 
 
