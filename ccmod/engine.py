@@ -400,7 +400,8 @@ class Engine:
         empty_p, empty_r = np.zeros(1, np.int64), np.zeros(0, np.int64)
         code = self.C.sharing
         # (streamed: message slots are recycled, each with its own route entries' links)
-        caps = dict(seg_cap=seg_cap, pair_cap=pair_cap, entry_blocks=self.slots is None)
+        caps = dict(seg_cap=seg_cap, pair_cap=pair_cap, entry_blocks=self.slots is None,
+                    bott=A.where(ks.MsgSt, "bott"))      # the rule's groups: the output
         self.CSo = cc_new(A, nres, bgr, *((rp, rr) if code == 0 else (empty_p, empty_r)),
                           routes=routes if code == 0 else None, **(caps if code == 0 else {}))
         self.MSo = mm_new(A, nres, capacity_Bps, bgr,

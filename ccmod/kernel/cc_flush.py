@@ -300,8 +300,8 @@ def _flush_moves(I, F, nc, t):
     for i in range(nc):
         m2 = I[S.cand_l + i]
         J[S.cand_f + m2] = 0
-        if J[S.bott + m2] < 0:
-            continue
+        # (every candidate is active: a message leaves its pairs and deferrals at its
+        # end, cc_end, before any later check)
         _, b = _best(S, I, F, m2, -1)
         if b != J[S.bott + m2]:
             _move(I, F, m2, b, t)

@@ -57,7 +57,7 @@ INF = np.inf
 
 
 def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes=None,
-           pair_cap=None, max_hops=None, entry_blocks=True):
+           pair_cap=None, max_hops=None, entry_blocks=True, bott=None):
     """Lay out, in arena ``A`` (:class:`ccmod.kernel.state.Arena`), the state for messages
     with the given routes (CSR over resource ids); returns the offsets.
 
@@ -66,7 +66,11 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     from ``seg_cap``). ``routes``: the ``(route_ptr, route_res, route_end, okey)`` fields
     laid out already (``A.where(...)``), shared (default: laid out here, the ids as order
     keys). ``max_hops``: the longest route (default: the given one's); ``entry_blocks``
-    False: a message's links at its own route entries (recycled slots, cc_pairs)."""
+    False: a message's links at its own route entries (recycled slots, cc_pairs).
+    ``bott``: the ``("=", ...)`` of the run's per-message bottleneck output (``MsgSt.bott``,
+    laid out already): the rule keeps each message's group there (an active message's
+    group, a finished one's last), and :func:`cc_pop_due` given that output copies
+    nothing (default: a field of its own, copied to the output at each end)."""
     R = int(nresources)
     M = len(route_ptr) - 1
     E = len(route_res)
@@ -109,7 +113,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         ph_len=("i", R, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),
         e_pair=("j", E, 0), e_next=("j", E, 0), e_prev=("j", E, 0),
         stk=("i", int(max(pcap.max() if R else 0, 0)) + 1, 0), chk_f=("i", R, 0),
-        chk_l=("i", R, 0), bott=("j", M, -1), ev_len=("i", 1, 0), ev_item=("i", R, 0),
+        chk_l=("i", R, 0), bott=("j", M, -1) if bott is None else bott, ev_len=("i", 1, 0), ev_item=("i", R, 0),
         ev_pos=("i", R, -1), ev_t=("f", R, INF), new_m=("i", M, 0), new_w=("f", M, 0.0),
         dec_f=("i", R, 0), dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0),
         tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("j", M, 0), cand_l=("i", M, 0),
@@ -295,10 +299,12 @@ def cc_pop_due(I, F, t, bott_out):
             # members left: re-schedule; an emptied group is out of the heap already
             # (nothing to touch: a lone message's end then needs no flush at all)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
-    for i in range(nd):
-        m = I[S.done + i]
-        J[bott_out + m] = J[S.bott + m]
-        J[S.bott + m] = -1
+    if bott_out != S.bott:
+        # (a group of its own: its last group is the output; the engine's rule keeps
+        # its groups in the output itself, cc_new's bott)
+        for i in range(nd):
+            m = I[S.done + i]
+            J[bott_out + m] = J[S.bott + m]
     I[S.si + N_DONE] = nd
     return nd
 
