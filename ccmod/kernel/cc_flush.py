@@ -20,7 +20,7 @@ from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.cc_groups import _vclock, g_add, g_del, g_empty, g_first
 from ccmod.kernel.cc_pairs import (N_CHK, N_DEC, N_INC, N_NEW, N_TCH, _mark, _others_del, defer,
-                                   pair_entry, pair_group_deferred)
+                                   entries_take, pair_entry, pair_group_deferred)
 from ccmod.kernel.heaps import (heap_update, iheap_push, iheap_remove, iheap_update, sort_ids,
                                 sort_keyed)
 
@@ -111,6 +111,8 @@ def _join(I, F, m, r, t, remaining, fresh):
             if I[S.count + as_i32(I)[S.route_res + e]] != 1:
                 alone = False
                 break
+    else:
+        entries_take(S, I, m)       # a fresh message pairs or defers: it needs entry slots
     d = J[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r2 = J[S.route_res + e]

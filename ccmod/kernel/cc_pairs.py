@@ -22,8 +22,9 @@ two heap operations and three per-entry words.
 
 A route entry's links (``e_pair``, ``e_next``, ``e_prev``, ``emsg``) live in an *entry
 slot*, not at its place in ``route_res``: a message takes a block of as many slots as its
-route has entries when it starts (``e_base[m]``, its first) and gives it back when it ends
-(:func:`entries_take`, :func:`entries_give`; a free list per block length, the free
+route has entries when it first needs one (``e_base[m]``, its first; -1 until then: a
+message alone on its whole route pairs nothing and never takes one) and gives it back when
+it ends (:func:`entries_take`, :func:`entries_give`; a free list per block length, the free
 block's link in its first ``e_next``), so the slots touched are those of the messages in
 flight at once, not 16 bytes per route entry of the trace. Slots are told apart only by
 equality (pair lists, ``dfr``), so which block a message gets changes no result.
@@ -48,7 +49,7 @@ N_SI = 11
 
 @leaf
 def entries_take(S, I, m):
-    """Message m starts: give it a block of as many entry slots as its route has entries
+    """Message m needs entry slots (it pairs or defers an entry): give it a block of as many entry slots as its route has entries
     (``e_base[m]``), one given back by an earlier message of that length if any, else the
     next never used. Blocks of a length are only made when every one made is in use: the
     slots in use never exceed the route entries of the trace (``len(e_pair)``). With
@@ -72,12 +73,12 @@ def entries_take(S, I, m):
 
 @leaf
 def entries_give(S, I, m):
-    """Message m ended (every entry unpaired, ``e_pair`` 0): its block goes back to the
-    free list of its length."""
+    """Message m ended (every entry unpaired, ``e_pair`` 0): its block, if it took one,
+    goes back to the free list of its length."""
     J = as_i32(I)
+    b = J[S.e_base + m]
     h = I[S.route_end + m] - I[S.route_ptr + m]
-    if h > 0 and I[S.si + N_ETOP] >= 0:
-        b = J[S.e_base + m]
+    if b >= 0 and h > 0 and I[S.si + N_ETOP] >= 0:
         J[S.e_next + b] = J[S.eb_head + h]
         J[S.eb_head + h] = b
 
@@ -197,6 +198,8 @@ def pair_group_deferred(S, I, F, b):
 @leaf
 def _pair_member(S, I, F, b, m):
     J = as_i32(I)
+    if J[S.e_base + m] < 0:
+        return                        # no entry slots: nothing deferred
     e0 = I[S.route_ptr + m]
     d = J[S.e_base + m] - e0          # route entry -> entry slot
     for e in range(e0, I[S.route_end + m]):

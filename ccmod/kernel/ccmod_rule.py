@@ -190,6 +190,8 @@ def _pairs_of_lone(S, I, F, r):
     J = as_i32(I)
     m = I[S.lone + r]
     b = J[S.bott + m]
+    if J[S.e_base + m] < 0:
+        entries_take(S, I, m)       # (a message alone since its start has none)
     d = J[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r2 = J[S.route_res + e]
@@ -216,7 +218,7 @@ def cc_start(I, F, m, t, work):
     S = cc_state(I)
     if t != F[S.sf]:
         cc_at(I, F, t)
-    entries_take(S, I, m)
+    as_i32(I)[S.e_base + m] = -1          # no entry slots yet (cc_pairs)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
