@@ -312,8 +312,9 @@ class Engine:
         self._net = (int(nresources), capacity_Bps, bgr, node_of_rank, gap, nnodes)
         self._eager, self._unshared = eager, unshared
         # a run that records nothing (and is not streamed: its pauses drain the logs) has
-        # no logs: their compiled constructor is not even loaded (~0.06 s of a first run)
-        self.L = ks.new_logs() if record or signals or window_records is not None else None
+        # no logs (addresses 0)
+        self.L = ks.new_logs() if record or signals or window_records is not None \
+            else ks.NO_LOGS
         self.slots = None
         if self.feed is not None:
             from ccmod.kernel.slots import MessageInputs, Slots

@@ -64,7 +64,7 @@ class _Drain:
             st = state_arrays(eng.L.states)
             if len(st[0]):
                 self.writer.states(*st)
-            # new empty lists (the loop resumes with eng.L): a typed list's clear() costs
+            # new empty logs (the loop resumes with eng.L): emptying typed lists cost
             # ~45 ns a row, 0.12 s per 1M records recorded; new lists ~0.07 ms a pause
             eng.L = new_logs()
         # what was recorded went to the writer: the collector builds no interval tables

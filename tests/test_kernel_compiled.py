@@ -65,8 +65,8 @@ def test_int32_fields_share_the_int_buffer_and_refuse_what_does_not_fit():
 
 
 def test_one_compiled_loop_serves_recorded_and_quiet_runs():
-    """A run that records and one that does not share the compiled loop (only the entry
-    differs, logs or none): a first run compiles the loop once for both kinds of run."""
+    """A run that records and one that does not share the compiled loop and its entry
+    (logs as addresses, 0 when nothing is recorded): a first run compiles once for both."""
     from ccmod.api import run
     from ccmod.kernel import _cached_signatures, cache_is_cold
     from ccmod.kernel.loop import _loop_entry, run_entry
@@ -82,6 +82,6 @@ def test_one_compiled_loop_serves_recorded_and_quiet_runs():
     loops = cc(_loop_entry.signatures) | cc(_cached_signatures("_loop_entry"))
     assert len(loops) == 1                            # one loop for both runs
     entries = cc(run_entry.signatures) | cc(_cached_signatures("run_entry"))
-    assert len(entries) == 2                          # its entry with logs and without
+    assert len(entries) == 1                          # and one entry
     C = config(0, *([0] * 7))
     assert not cache_is_cold(C, L=None) and not cache_is_cold(C, L=rec)   # both cached

@@ -59,8 +59,8 @@ _ANY = object()
 
 #: What a note says a cold compile takes (CPU on the 2-core development machine:
 #: bench/compile_profile.py; stop 25: 20-26 s for the Quickstart or a cold --json, 15 s
-#: for a second rule): the whole loop for one sharing rule; only the entry for a kind of
-#: run (recording or not) whose loop is already compiled.
+#: for a second rule): the whole loop for one sharing rule; only the entry when the loop
+#: below it is already compiled (a cache that lost the entry).
 _COMPILE_FULL = "about 20-40 s"
 _COMPILE_ENTRY = "a few seconds"
 
@@ -107,10 +107,9 @@ def cache_is_cold(C=None, sharing: str | None = None, L=_ANY) -> bool:
     """True when numba's cache lacks the compiled loop a run needs (it compiles first).
 
     ``C``: the run's :class:`~ccmod.kernel.state.Config` (each sharing rule compiles its
-    loop on its own first run), and ``L`` its logs (None when it records nothing: the
-    loop's entry compiles once with logs and once without, see
-    :func:`ccmod.kernel.loop.run_loop`); or ``sharing`` (any entry of that rule); neither:
-    any compiled loop at all.
+    loop on its own first run); or ``sharing`` (any entry of that rule); neither: any
+    compiled loop at all. ``L``, the run's logs, changes nothing: runs that record and runs
+    that do not share one entry (:data:`~ccmod.kernel.state.NO_LOGS`).
     """
     if os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return False
@@ -119,14 +118,18 @@ def cache_is_cold(C=None, sharing: str | None = None, L=_ANY) -> bool:
         C = config(1 if sharing == "maxmin" else 0, *([0] * 7))
     try:
         for sig in _cached_signatures("run_entry"):
-            if C is not None and not _is_config(sig[0], C):
-                continue
-            if L is not _ANY and (L is None) != (str(sig[2]) == "none"):
-                continue
-            return False
+            if (C is None or _is_config(sig[0], C)) and _is_logs(sig[2]):
+                return False
     except Exception:           # numba's cache layout changed: say nothing is cached
         return True
     return True
+
+
+def _is_logs(t) -> bool:
+    """Whether numba type ``t`` is the logs' (:class:`~ccmod.kernel.state.Logs` of
+    addresses), as every run passes them."""
+    from ccmod.kernel.state import Logs
+    return getattr(t, "instance_class", None) is Logs
 
 
 def _loop_is_cached(C) -> bool:
@@ -140,15 +143,16 @@ def _loop_is_cached(C) -> bool:
 
 @contextmanager
 def compiling(C, L=_ANY):
-    """Around a run's first call of the loop (config ``C``, logs ``L``): when numba will
-    compile it (a cold cache), say "compiling kernels (first run only: ...)" with roughly
-    how long on a terminal, and pause Python's cyclic garbage collector meanwhile.
+    """Around a run's first call of the loop (config ``C``; ``L``, its logs, changes
+    nothing: see :func:`cache_is_cold`): when numba will compile it (a cold cache), say
+    "compiling kernels (first run only: ...)" with roughly how long on a terminal, and
+    pause Python's cyclic garbage collector meanwhile.
 
     numba's compiler makes millions of objects, and each of the collector's full passes
     walks all of them (and every module loaded): 5-6 s of a first run's CPU here. The
     cycles the compiler leaves are freed by one collection at the end.
     """
-    cold = _compiled_here(C, L) is False and cache_is_cold(C, L=L)
+    cold = _compiled_here(C) is False and cache_is_cold(C)
     try:
         if cold and sys.stderr.isatty():
             how_long = _COMPILE_ENTRY if _loop_is_cached(C) else _COMPILE_FULL
@@ -167,16 +171,13 @@ def compiling(C, L=_ANY):
             gc.collect()
 
 
-def _compiled_here(C, L) -> bool:
-    """Whether this process already compiled or loaded the loop's entry for ``C``, ``L``
-    (then nothing to say, and no need to look at the cache)."""
+def _compiled_here(C) -> bool:
+    """Whether this process already compiled or loaded the loop's entry for ``C`` (then
+    nothing to say, and no need to look at the cache)."""
     if os.environ.get("NUMBA_DISABLE_JIT") == "1" or "ccmod.kernel.loop" not in sys.modules:
         return False
     from ccmod.kernel.loop import run_entry
-    for sig in run_entry.signatures:
-        if _is_config(sig[0], C) and (L is _ANY or (L is None) == (str(sig[2]) == "none")):
-            return True
-    return False
+    return any(_is_config(sig[0], C) and _is_logs(sig[2]) for sig in run_entry.signatures)
 
 
 def __getattr__(name):

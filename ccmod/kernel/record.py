@@ -1,75 +1,124 @@
-"""Recordings out of the kernel: typed lists of fixed-width records -> column arrays.
+"""Recordings out of the kernel: logs of fixed-width records -> column arrays.
 
 Signals are integer codes with integer/float arguments while the kernel runs; they become
 the debug sink's text (the article's otrdeb format) only here, when written.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
-from numba.typed import List
 
+from ccmod.jit import jit_enabled
 from ccmod.kernel.state import Logs
 from ccmod.kernel.compiled import kernel_jit  # (and numba's BLAS check without scipy.linalg)
 from ccmod.kernel.codes import (SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
                                 SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END, SG_UPPR_PROC,
                                 SIGNALS)
 
+# -- the logs: numba's C lists, made and read without compiling ---------------------------
+# A log is a C list of numba's (``numba_list_*`` in its helper library: what a typed list
+# holds), appended to by the compiled loop through its address (see below). Made and read
+# here through ctypes: numba's typed lists made in compiled code cost a first run the
+# compile of their methods (new, append, pop, len, getitem: ~3-4 s of a cold Quickstart
+# with the functions that read them out), and a recorded run's loop entry was a compile of
+# its own, apart from the quiet run's (logs typed as lists, or None). As addresses, every
+# run's logs have one type (``Logs`` of three ints; 0 when nothing is recorded).
+#: each log's row: its fields as the compiled loop appends them and as numpy reads them
+#: (numba lays a tuple of 8-byte scalars out packed, in order: the same bytes)
+ST_FIELDS = (("rank", "i8"), ("state", "i8"), ("t0", "f8"), ("t1", "f8"))
+LD_FIELDS = (("t", "f8"), ("resource", "i8"), ("active", "i8"))
+SG_FIELDS = (("t", "f8"), ("code", "i8"), ("a", "i8"), ("b", "i8"), ("c", "i8"), ("d", "i8"),
+             ("f", "f8"))
+_NB = {"i8": types.int64, "f8": types.float64}
+ST_ROW, LD_ROW, SG_ROW = (types.Tuple(tuple(_NB[k] for _, k in fields))
+                          for fields in (ST_FIELDS, LD_FIELDS, SG_FIELDS))
 
-@njit(cache=True)
+
+def _c_list_api():
+    """numba's C list functions (new, free, length, base pointer) through ctypes."""
+    from numba import _helperlib
+    h, vp, size = _helperlib.c_helpers, ctypes.c_void_p, ctypes.c_ssize_t
+    fn = lambda name, res, *args: ctypes.CFUNCTYPE(res, *args)(h[name])  # noqa: E731
+    return (fn("list_new", ctypes.c_int, ctypes.POINTER(vp), size, size),
+            fn("list_free", None, vp), fn("list_length", size, vp),
+            fn("list_base_ptr", vp, vp))
+
+
+_API = None
+
+
+class CLog(int):
+    """One log: a C list of numba's (its rows ``fields``), as its address, which is what
+    the compiled loop is given (an int to numba); freed with the object. Every list
+    method is numba's C (appends grow it as a typed list grows)."""
+
+    __slots__ = ()
+
+    def __new__(cls, fields):
+        global _API
+        if _API is None:
+            _API = _c_list_api()
+        out = ctypes.c_void_p()
+        if _API[0](ctypes.byref(out), 8 * len(fields), 0) != 0 or not out.value:
+            raise MemoryError("cannot make a recording log")
+        return super().__new__(cls, out.value)
+
+    def __del__(self):
+        if _API is not None:             # (None only while the interpreter shuts down)
+            _API[1](int(self))
+
+    def rows(self, fields) -> np.ndarray:
+        """The rows, a structured array of ``fields`` (a view of the list: read it before
+        the list grows or goes)."""
+        n = _API[2](int(self))
+        dtype = np.dtype(list(fields))
+        if n == 0:
+            return np.zeros(0, dtype)
+        buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(_API[3](int(self)))
+        return np.frombuffer(buf, dtype)
+
+
 def empty_logs():
-    st = List()
-    st.append((0, 0, 0.0, 0.0))
-    st.pop()
-    ld = List()
-    ld.append((0.0, 0, 0))
-    ld.pop()
-    sg = List()
-    sg.append((0.0, 0, 0, 0, 0, 0, 0.0))
-    sg.pop()
-    return st, ld, sg
+    """Empty recordings (states, load, signals): C lists, or Python lists as plain Python
+    (``NUMBA_DISABLE_JIT=1``)."""
+    if not jit_enabled():
+        return [], [], []
+    return CLog(ST_FIELDS), CLog(LD_FIELDS), CLog(SG_FIELDS)
+
+
+def _rows(log, fields) -> np.ndarray:
+    """A log's rows as a structured array of ``fields`` (a C list's, or a Python list's)."""
+    if isinstance(log, CLog):
+        return log.rows(fields)
+    return np.array(log, np.dtype(list(fields)))
 
 
 # -- appends from the loop ---------------------------------------------------------------
-# ``L`` is the Logs (typed lists); compiled, the loop sees it through :func:`logs_view`:
-# each list as the address of its C list, appended to by numba's C function directly, so
-# that the loop needs no reference counting (numba's own ``append`` requires it, and its
-# calls to ``NRT_incref``/``NRT_decref`` at each entry and exit of every function given a
-# list or array cost the loop ~2x). One compiled loop then serves runs that record and
-# runs that do not (``C.record``/``C.signals`` false: nothing appended). ``L`` None (the
-# facade) appends nothing.
-ST_ROW = types.Tuple((types.int64, types.int64, types.float64, types.float64))
-LD_ROW = types.Tuple((types.float64, types.int64, types.int64))
-SG_ROW = types.Tuple((types.float64, types.int64, types.int64, types.int64, types.int64,
-                      types.int64, types.float64))
-
-
+# Compiled, the loop sees ``L`` through :func:`logs_view` (the Logs of addresses as they
+# are) and appends by numba's C function directly: no reference counting (numba's own
+# ``append`` requires it, and its calls to ``NRT_incref``/``NRT_decref`` at each entry and
+# exit of every function given a list or array cost the loop ~2x). One compiled loop, and
+# one entry, then serve runs that record and runs that do not (``C.record``/``C.signals``
+# false: nothing appended). ``L`` None (the facade) appends nothing.
 def logs_view(L):
     """``L`` as the compiled loop appends to it (see above); as Python, ``L`` itself."""
     return L
 
 
-@intrinsic
-def _list_addr(typingctx, lst):
-    if not isinstance(lst, types.ListType):
-        return None
-
-    def codegen(context, builder, sig, args):
-        data = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0]).data
-        return builder.ptrtoint(data, ir.IntType(64))
-    return types.int64(lst), codegen
+def _is_addresses(L) -> bool:
+    return isinstance(L, types.BaseTuple) and len(L) == 3 and all(
+        isinstance(t, types.Integer) for t in L.types)
 
 
 @overload(logs_view)
 def _logs_view(L):
-    if isinstance(L, types.BaseTuple) and all(isinstance(t, types.ListType) for t in L.types):
-        for t, want in zip(L.types, (ST_ROW, LD_ROW, SG_ROW)):
-            if t.item_type != want:
-                raise TypeError(f"log rows must be {want}, not {t.item_type}")
-        return lambda L: Logs(_list_addr(L.states), _list_addr(L.load), _list_addr(L.sig))
+    if _is_addresses(L):
+        return lambda L: Logs(L[0], L[1], L[2])
     if isinstance(L, types.NoneType):       # a run that records nothing has no logs
         return lambda L: Logs(0, 0, 0)
     return None
@@ -118,26 +167,22 @@ def _log_impl(field):
     def impl(L, row):
         if isinstance(L, types.NoneType):
             return lambda L, row: None
-        if isinstance(L, types.BaseTuple) and isinstance(L.types[0], types.Integer):
-            # addresses (logs_view): numba's C append, no reference counts
-            if field == "sig":
-                def f(L, row):
-                    if _append_sg(L.sig, row) != 0:
-                        raise MemoryError("cannot grow the signal log")
-            elif field == "states":
-                def f(L, row):
-                    if _append_st(L.states, row) != 0:
-                        raise MemoryError("cannot grow the rank-state log")
-            else:
-                def f(L, row):
-                    if _append_ld(L.load, row) != 0:
-                        raise MemoryError("cannot grow the contention log")
-            return f
+        if not _is_addresses(L):
+            return None
+        # addresses (logs_view): numba's C append, no reference counts
         if field == "sig":
-            return lambda L, row: L.sig.append(row)
-        if field == "states":
-            return lambda L, row: L.states.append(row)
-        return lambda L, row: L.load.append(row)
+            def f(L, row):
+                if _append_sg(L.sig, row) != 0:
+                    raise MemoryError("cannot grow the signal log")
+        elif field == "states":
+            def f(L, row):
+                if _append_st(L.states, row) != 0:
+                    raise MemoryError("cannot grow the rank-state log")
+        else:
+            def f(L, row):
+                if _append_ld(L.load, row) != 0:
+                    raise MemoryError("cannot grow the contention log")
+        return f
     return impl
 
 
@@ -146,70 +191,26 @@ overload(log_state)(_log_impl("states"))
 overload(log_load)(_log_impl("load"))
 
 
-@njit(cache=True)
-def _len(lst):
-    return len(lst)
-
-
-@njit(cache=True)
-def _states(lst, r, s, t0, t1):
-    for i in range(len(lst)):
-        a, b, c, d = lst[i]
-        r[i] = a
-        s[i] = b
-        t0[i] = c
-        t1[i] = d
-
-
-@njit(cache=True)
-def _load(lst, t, r, c):
-    for i in range(len(lst)):
-        a, b, d = lst[i]
-        t[i] = a
-        r[i] = b
-        c[i] = d
-
-
-@njit(cache=True)
-def _sigs(lst, t, code, ia, f):
-    for i in range(len(lst)):
-        a, b, c, d, e, g, h = lst[i]
-        t[i] = a
-        code[i] = b
-        ia[i, 0] = c
-        ia[i, 1] = d
-        ia[i, 2] = e
-        ia[i, 3] = g
-        f[i] = h
-
-
 def state_arrays(lst):
     """(rank int32, state int8, t_start_s, t_end_s) of the recorded intervals."""
-    n = _len(lst)
-    r, s = np.empty(n, np.int32), np.empty(n, np.int8)
-    t0, t1 = np.empty(n), np.empty(n)
-    if n:
-        _states(lst, r, s, t0, t1)
-    return r, s, t0, t1
+    a = _rows(lst, ST_FIELDS)
+    return (a["rank"].astype(np.int32), a["state"].astype(np.int8), a["t0"].copy(),
+            a["t1"].copy())
 
 
 def load_arrays(lst):
     """(t_s, resource int32, active int32) of every contention change."""
-    n = _len(lst)
-    t, r, c = np.empty(n), np.empty(n, np.int32), np.empty(n, np.int32)
-    if n:
-        _load(lst, t, r, c)
-    return t, r, c
+    a = _rows(lst, LD_FIELDS)
+    return a["t"].copy(), a["resource"].astype(np.int32), a["active"].astype(np.int32)
 
 
 def signal_arrays(lst):
     """(t_s, code, int args (n, 4), float arg) of the signal log."""
-    n = _len(lst)
-    t, code = np.empty(n), np.empty(n, np.int64)
-    ia, f = np.empty((n, 4), np.int64), np.empty(n)
-    if n:
-        _sigs(lst, t, code, ia, f)
-    return t, code, ia, f
+    a = _rows(lst, SG_FIELDS)
+    ia = np.empty((len(a), 4), np.int64)
+    for k, name in enumerate("abcd"):
+        ia[:, k] = a[name]
+    return a["t"].copy(), a["code"].copy(), ia, a["f"].copy()
 
 
 def render_signals(sig, route_ptr, route_res, start=0, stop=None):

@@ -25,7 +25,7 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
 ``RankSt``  per-rank state; ``Timers`` the timer queue (one slot per rank compute and rank
             resume, ``r`` and ``n + r``; from ``2 n`` on, a pool of slots recycled for
             the messages' timers, ``msg[x]`` the message of slot x);
-``Scalars`` counters; ``Logs`` the recordings (typed lists of fixed-width records);
+``Scalars`` counters; ``Logs`` the recordings (logs of fixed-width records);
 ``BgSteps`` background-load steps sorted by time.
 
 :class:`Arena` lays the fields out; :meth:`Arena.views` gives the same named tuple with
@@ -353,11 +353,16 @@ def _constant(init, kind):
 
 
 def new_logs():
-    """Empty recordings: rank-state intervals, contention changes, signals (typed lists of
-    fixed-width records, made in compiled code so that no list method is compiled at
-    start-up; Python only hands them back to compiled functions)."""
+    """Empty recordings: rank-state intervals, contention changes, signals (numba's C lists
+    of fixed-width records, given to the compiled loop as their addresses:
+    :mod:`ccmod.kernel.record`)."""
     from ccmod.kernel.record import empty_logs
     return Logs(*empty_logs())
+
+
+#: the logs of a run that records nothing (the loop appends nothing): the same type as a
+#: recorded run's, so both run one compiled entry
+NO_LOGS = Logs(0, 0, 0)
 
 
 def rank_state(A, rank_ptr, nstates):
