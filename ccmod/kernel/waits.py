@@ -8,7 +8,7 @@ CSR ``wa_ptr`` / ``wa_msg`` / ``wa_side`` (every request outstanding at that poi
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
@@ -17,54 +17,74 @@ assert (OP_ISEND, OP_IRECV, OP_WAIT, OP_WAITALL) == (3, 4, 5, 6)  # one range: s
 
 
 @njit(cache=True)
-def track_request(out, o, q, m, pc, list_id, wait_msg, wait_side, wa_msg, wa_side, k):
-    """One record's effect on its rank's outstanding requests ``out`` (request -> 2 m + side).
-
-    An isend/irecv of message ``m`` with request ``q`` becomes outstanding; a wait takes its
-    request out and names its message and side at ``pc``; a waitall gets list ``list_id``
-    and takes every outstanding request into the wait-list pool from index ``k``.
-    Returns the pool index after this record, or -1 when a wait names a request that is
-    not outstanding.
-    """
-    if o == OP_ISEND:
-        out[q] = 2 * m
-    elif o == OP_IRECV:
-        out[q] = 2 * m + 1
-    elif o == OP_WAIT:
-        if q not in out:
-            return -1
-        v = out.pop(q)
-        wait_msg[pc] = v >> 1
-        wait_side[pc] = v & 1
-    elif o == OP_WAITALL:
-        wait_msg[pc] = list_id
-        for v in out.values():
-            wa_msg[k] = v >> 1
-            wa_side[k] = v & 1
-            k += 1
-        out.clear()
-    return k
-
-
-@njit(cache=True)
-def _resolve(sel_ptr, sel, op, req, msg, wait_msg, wait_side, wa_ptr, wa_msg, wa_side):
-    # sel: the records that touch requests (isend, irecv, wait, waitall), in order, and
-    # their op, req and message; sel_ptr: CSR of sel by rank. Other records change
-    # nothing: not visited.
+def _resolve(sel_ptr, op, key, msg, pcs, wait_msg, wait_side, wa_ptr, wa_msg, wa_side, nkeys):
+    # The request records (isend, irecv, wait, waitall) in order, CSR by rank (sel_ptr), with
+    # their op, request key (dense: one per (rank, request id)), message and record. Each
+    # rank's outstanding requests, as a dict of request -> 2 m + side would hold them:
+    # entries in the order posted (a waitall lists them so, and takes them all), ``where``
+    # the entry of each outstanding key (-1: none); a request posted again under an
+    # outstanding id keeps its entry (its value changes), as a dict's key keeps its place.
+    n = max(wa_msg.shape[0], 1)
+    val = np.empty(n, np.int64)
+    ent_key = np.empty(n, np.int64)
+    where = np.full(max(nkeys, 1), -1, np.int64)
+    nent = 0              # entries made so far (all ranks)
+    k = 0                 # wait-list pool used
     nwa = 0
-    nent = 0
     for r in range(sel_ptr.shape[0] - 1):
-        out = Dict.empty(key_type=types.int64, value_type=types.int64)
+        first = nent      # the rank's entries: first..nent (a waitall moves first past them)
         for j in range(sel_ptr[r], sel_ptr[r + 1]):
-            pc = sel[j]
-            nent = track_request(out, op[j], req[j], msg[j], pc, nwa, wait_msg, wait_side,
-                                 wa_msg, wa_side, nent)
-            if nent < 0:
-                return pc             # a wait on a request that is not outstanding
-            if op[j] == OP_WAITALL:
+            o = op[j]
+            pc = pcs[j]
+            if o == OP_ISEND or o == OP_IRECV:
+                v = 2 * msg[j] + (1 if o == OP_IRECV else 0)
+                e = where[key[j]]
+                if e < 0:
+                    where[key[j]] = nent
+                    ent_key[nent] = key[j]
+                    val[nent] = v
+                    nent += 1
+                else:
+                    val[e] = v
+            elif o == OP_WAIT:
+                e = where[key[j]]
+                if e < 0:
+                    return pc             # a wait on a request that is not outstanding
+                where[key[j]] = -1
+                ent_key[e] = -1
+                wait_msg[pc] = val[e] >> 1
+                wait_side[pc] = val[e] & 1
+            else:                         # OP_WAITALL
+                wait_msg[pc] = nwa
+                for e in range(first, nent):
+                    if ent_key[e] >= 0:
+                        wa_msg[k] = val[e] >> 1
+                        wa_side[k] = val[e] & 1
+                        k += 1
+                        where[ent_key[e]] = -1
+                first = nent
                 nwa += 1
-                wa_ptr[nwa] = nent
+                wa_ptr[nwa] = k
     return -1
+
+
+def _request_keys(rank_ptr, sel, req):
+    """One dense key per (rank, request id) of the request records ``sel`` (their ids
+    ``req``), and how many: ``rank * span + id`` when the ids are small non-negative ints
+    (as readers and generators make them), else a sort's group numbers."""
+    rank = np.searchsorted(np.asarray(rank_ptr, np.int64), sel, side="right") - 1
+    nranks = max(len(rank_ptr) - 1, 1)
+    if len(req) == 0:
+        return np.zeros(0, np.int64), 0
+    lo, hi = int(req.min()), int(req.max())
+    if lo >= 0 and (hi + 1) * nranks <= len(req) + 4096:
+        return rank * (hi + 1) + req, (hi + 1) * nranks
+    order = np.lexsort((req, rank))
+    new = np.ones(len(order), bool)
+    new[1:] = (np.diff(rank[order]) != 0) | (np.diff(req[order]) != 0)
+    key = np.empty(len(order), np.int64)
+    key[order] = np.cumsum(new) - 1
+    return key, int(key.max()) + 1 if len(key) else 0
 
 
 def resolve_waits(rank_ptr, op, req, rec_msg):
@@ -92,11 +112,14 @@ def resolve_waits(rank_ptr, op, req, rec_msg):
     wa_ptr = np.zeros(nwa + 1, np.int64)
     wa_msg = np.zeros(max(nreq, 1), np.int64)
     wa_side = np.zeros(max(nreq, 1), np.int64)
-    i64 = lambda a: np.asarray(a)[sel].astype(np.int64)  # noqa: E731 - one compiled signature
-    # _resolve's typed dict, imported only for a trace with waits (numba.typed costs
-    # ~0.01 s of start-up); a module global, where numba's compile and plain Python look
-    global Dict
-    from numba.typed import Dict
-    bad = _resolve(sel_ptr.astype(np.int64), sel.astype(np.int64), i64(op), i64(req),
-                   i64(rec_msg), wait_msg, wait_side, wa_ptr, wa_msg, wa_side)
+    sel_op = op[sel].astype(np.int64)
+    sel_req = np.asarray(req)[sel].astype(np.int64)
+    # waitall records carry no request: their keys (unused) must not widen the span
+    is_req = sel_op != OP_WAITALL
+    key = np.zeros(len(sel), np.int64)
+    keys, nkeys = _request_keys(rank_ptr, sel[is_req], sel_req[is_req])
+    key[is_req] = keys
+    bad = _resolve(sel_ptr.astype(np.int64), sel_op, key,
+                   np.asarray(rec_msg)[sel].astype(np.int64), sel.astype(np.int64), wait_msg,
+                   wait_side, wa_ptr, wa_msg, wa_side, nkeys)
     return int(bad), wait_msg, wait_side, wa_ptr, wa_msg, wa_side
