@@ -19,8 +19,14 @@ FEW, MANY = True, False
 
 #: table (its file's stem) -> ((column, type as written, few-valued), ...) in file order.
 #: Types: ``int32``, ``int64``, ``double``, ``string`` and ``category`` (a dictionary of
-#: strings). ``node`` (ranks), ``peak_active`` (links) and ``capacity_Bps`` (resources)
-#: are few-valued too but written plain: their tables have one row per rank or link
+#: strings). Of the tables of one row per rank or link, ``peak_active`` (a link's most
+#: messages at once: a few small counts) is dictionary-encoded: 3683 mesh links 865 B
+#: smaller, 4096 links of 12 values 27% smaller, 16 to 128 links within 16 B. Written
+#: plain, as dictionaries made them larger: ``node`` (one rank per node is the usual
+#: mapping: +618 B for 512 ranks, +27 B for 16; smaller only with many ranks per node),
+#: ``capacity_Bps`` (mostly one value, which zstd packs as well plain: +27 B a file) and
+#: ``messages`` (a link's message count: -413 B on the 512-rank mesh, but +2.2 kB for 2048
+#: links of distinct counts, +144 B for a star's 128)
 TABLES = {
     "messages": (
         ("msg_id", "int64", MANY), ("src", "int32", FEW), ("dst", "int32", FEW),
@@ -45,7 +51,7 @@ TABLES = {
         ("handler_s", "double", MANY)),
     "links": (
         ("resource", "int64", FEW), ("name", "string", FEW), ("messages", "int64", MANY),
-        ("bytes", "int64", MANY), ("peak_active", "int64", MANY),
+        ("bytes", "int64", MANY), ("peak_active", "int64", FEW),
         ("mean_active", "double", MANY), ("busy_s", "double", MANY),
         ("background", "double", FEW), ("capacity_Bps", "double", MANY),
         ("utilisation_mean", "double", MANY), ("utilisation_peak", "double", MANY)),
