@@ -27,13 +27,13 @@ def load_workload(trace, fmt: str = "auto", compute_rate: float = 1e9, compute_s
     from ccmod.workloads.base import Workload
     if isinstance(trace, Workload):
         return trace
-    from ccmod.engine import release_free_heap
+    from ccmod.kernel.state import release_free_heap
     from ccmod.workloads import read_workload
     w = read_workload(trace, fmt, compute_rate=compute_rate, compute_scale=compute_scale,
                       collectives=collectives)
     # the reader's temporaries (the file's text, the parse's blocks) were freed into the C
     # heap, which keeps them resident under everything the run allocates next
-    release_free_heap()
+    release_free_heap(64 * w.nrecords)
     return w
 
 
@@ -225,8 +225,9 @@ def run(trace, network="star", options: RunOptions | None = None, *, sinks=(), o
     # the matched records' indices: only compile_messages' own errors read them (16 bytes
     # per message less under the kernel's state)
     msgs.send_rec = msgs.recv_rec = None
-    from ccmod.engine import release_free_heap
-    release_free_heap()     # the matching's and the costs' temporaries, before the set-up
+    from ccmod.kernel.state import release_free_heap
+    # the matching's and the costs' temporaries, before the set-up
+    release_free_heap(64 * w.nrecords)
     cap = net.resource_capacity_Bps()
     signals = any(getattr(s, "wants_signals", False) for s in sink_objs)
 

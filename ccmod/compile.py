@@ -327,8 +327,8 @@ def compile_messages(w: Workload, network, node_of_rank: np.ndarray, sharing: st
     rec_msg[send_rec[:M0]] = np.arange(M0)
     rec_msg[recv_rec[:M0]] = np.arange(M0)
     rec_msg[am] = M0 + 2 * np.arange(A)
-    from ccmod.engine import release_free_heap
-    release_free_heap()     # the matching's temporaries: not resident under the costs'
+    from ccmod.kernel.state import release_free_heap
+    release_free_heap(64 * w.nrecords)   # the matching's: not resident under the costs'
     c = message_costs(network, node_of_rank, src, dst, nbytes, sharing, intra_latency_s,
                       intra_bandwidth_Bps, charge_overheads)
     notes = CostNotes(sharing, network.cost)

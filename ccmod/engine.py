@@ -125,25 +125,6 @@ def message_column(msgs, name):
     return a if dt is None else np.asarray(a, dt)
 
 
-def release_free_heap():
-    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
-    elsewhere). Arrays below glibc's mmap threshold (up to 32 MB) are freed into the heap,
-    which stays resident: the reader's and the matching's temporaries otherwise sit under
-    the kernel's state for the whole run (~60-100 bytes per record of peak RSS)."""
-    global _trim
-    if _trim is None:
-        try:
-            import ctypes
-            _trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _trim = False
-    if _trim:
-        _trim(0)
-
-
-_trim = None
-
-
 #: the state a result reads after a run (the arena's views it keeps): the rest is the
 #: kernel's scratch (:meth:`Engine.release_scratch`). Of the message inputs, what
 #: :func:`ccmod.collect.collect` reads, and the Messages' other fields (:data:`_LOOP_ONLY`
@@ -171,6 +152,11 @@ def _not_overlapping(drop, keep):
     hit = ((d[:, None, 0] == k[None, :, 0]) & (k[None, :, 1] < d[:, None, 2])
            & (d[:, None, 1] < k[None, :, 2])).any(axis=1)
     return [x for x, h in zip(drop, hit.tolist()) if not h]
+
+
+#: the engine's views of its state (:meth:`Engine._state_views`): attribute -> group
+_VIEWS = {"Mv": "MsgIn", "R": "RankSt", "G": "MsgSt", "K": "Scalars", "CS": "CcState",
+          "MS": "MmState"}
 
 
 class Engine:
@@ -416,21 +402,33 @@ class Engine:
         # whole program: MsgIn is per message, so Messages can share the arena's copy
         shared = _detach_inputs(self.m, A) if self.slots is None else ()
         del fields, rp, rr               # the arena's inputs: held by it alone
-        release_free_heap()
-        sparse = dict(ks.SPARSE)
-        self.I, self.F = A.alloc(release_free_heap, sparse)
+        # (the inputs let go are at most the state's size)
+        trim = ks.release_free_heap if 8 * (A.size["i"] + A.size["f"]) >= 4 << 20 else None
+        if trim is not None:
+            trim()
+        self.I, self.F = A.alloc(trim, dict(ks.SPARSE))
         if self._order is not None:    # the arena holds the slots' ids: the plan's go now
             self._order = True         # (not after the trim below: ~4 B/record of heap)
         if shared:
             _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)
-        release_free_heap()              # the inputs just copied in
-        # numpy views of the same state, for Python (results, diagnostics)
-        self.Mv = A.views(ks.MsgIn, self.I, self.F)
-        self.R = A.views(ks.RankSt, self.I, self.F)
-        self.G = A.views(ks.MsgSt, self.I, self.F)
-        self.K = A.views(ks.Scalars, self.I, self.F)
-        self.CS = A.views(type(self.CSo), self.I, self.F)
-        self.MS = A.views(type(self.MSo), self.I, self.F)
+        if trim is not None:
+            trim()                       # the inputs just copied in
+        # numpy views of the same state, for Python (results): made when read (_state_views)
+        self._views = {}
+
+    def _state_views(self, name):
+        """The numpy views (:meth:`ccmod.kernel.state.Arena.views`) of state group ``name``
+        (:data:`_VIEWS`), made once per lay-out: a small run reads a few of the six."""
+        v = self._views.get(name)
+        if v is None:
+            from ccmod.kernel import state as ks
+            cls = type(self.CSo) if name == "CS" else type(self.MSo) if name == "MS" else \
+                getattr(ks, _VIEWS[name])
+            v = self._views[name] = self._arena.views(cls, self.I, self.F)
+        return v
+
+    Mv, R, G, K, CS, MS = (property(lambda self, n=n: self._state_views(n), doc=f"{c}'s views")
+                           for n, c in _VIEWS.items())
 
     # -- results the collector reads -------------------------------------------------
     @property
@@ -522,10 +520,15 @@ class Engine:
         message inputs kept all the same."""
         if self.slots is not None or not hasattr(self, "I"):
             return
-        from ccmod.kernel.state import drop_pages
-        A = self._arena
         if self.slot_ids is not None:
             keep_inputs = tuple(keep_inputs) + ("okey",)   # the outputs' slot -> id
+        # nothing to do when the last call dropped all this one would (the collector's)
+        last = getattr(self, "_released", None)
+        if last is not None and messages <= last[0] and last[1] <= set(keep_inputs):
+            return
+        self._released = (messages, set(keep_inputs))
+        from ccmod.kernel.state import drop_pages
+        A = self._arena
         keep, drop = [], []
         for cls, spec in A.spec.items():
             kept = _KEEP.get(cls.__name__, ())
