@@ -44,6 +44,19 @@ class Messages:
     o_recv_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64[M] receiver CPU
     gap_s: np.ndarray = field(default_factory=lambda: np.zeros(0))     # float64[nnodes] NIC gap
 
+    def __getattr__(self, name):
+        # rec_msg left numbered in slots by a run in slot order (ccmod.kernel.order; few
+        # read it after the run): renumbered to message ids when first read
+        pending = self.__dict__.get("_rec_slots")
+        if name != "rec_msg" or pending is None:
+            raise AttributeError(name)
+        from ccmod.kernel.order import renumber_back
+        rec_msg, okey = pending
+        renumber_back(rec_msg, okey)
+        del self.__dict__["_rec_slots"]
+        self.rec_msg = rec_msg
+        return rec_msg
+
 
 def untouched_zeros(n, dtype=np.float64):
     """``np.zeros(n, dtype)`` in pages of its own, never written: an anonymous mapping,

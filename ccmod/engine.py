@@ -402,9 +402,8 @@ class Engine:
         # whole program: MsgIn is per message, so Messages can share the arena's copy
         shared = _detach_inputs(self.m, A) if self.slots is None else ()
         del fields, rp, rr               # the arena's inputs: held by it alone
-        # (the inputs let go are at most the state's size)
         trim = ks.release_free_heap if 8 * (A.size["i"] + A.size["f"]) >= 4 << 20 else None
-        if trim is not None:
+        if trim is not None:     # (the inputs let go are at most the state's size)
             trim()
         self.I, self.F = A.alloc(trim, dict(ks.SPARSE))
         if self._order is not None:    # the arena holds the slots' ids: the plan's go now
@@ -413,8 +412,7 @@ class Engine:
             _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)
         if trim is not None:
             trim()                       # the inputs just copied in
-        # numpy views of the same state, for Python (results): made when read (_state_views)
-        self._views = {}
+        self._views = {}       # numpy views of the state, for Python: _state_views
 
     def _state_views(self, name):
         """The numpy views (:meth:`ccmod.kernel.state.Arena.views`) of state group ``name``
@@ -486,13 +484,13 @@ class Engine:
 
     def _restore_order(self, deadlock=False):
         """After a run in slot order (:mod:`ccmod.kernel.order`): the message inputs (the
-        Messages share them), the routes and the records' ids back in id order. The
-        outputs (:data:`_KEEP`'s ``MsgSt``) stay in slot order, with ``slot_ids`` (slot ->
-        id), for :func:`ccmod.collect.collect` to put in id order only when a column is
-        read: a run that only summarises (``--json``) never pays it (~1/2 of the
-        undoing). The kernel's scratch is freed first but for the order keys (the
-        temporary then fits in its place, below the run's peak), unless the run
-        deadlocked: its description reads the outputs and the waiters, all in id order."""
+        Messages share them) and the routes back in id order; the records' ids when
+        ``Messages.rec_msg`` is read. The outputs (:data:`_KEEP`'s ``MsgSt``) stay in slot
+        order, with ``slot_ids`` (slot -> id), for :func:`ccmod.collect.collect` to put in
+        id order only when a column is read: a run that only summarises (``--json``) never
+        pays it. The kernel's scratch is freed first but for the order keys (the temporary
+        then fits in its place, below the run's peak), unless the run deadlocked: its
+        description reads the outputs and the waiters, all in id order."""
         from ccmod.kernel.order import restore
         from ccmod.kernel.state import MsgIn, MsgSt
         A, Mv = self._arena, self.Mv
@@ -504,7 +502,11 @@ class Engine:
             names += [(MsgSt, name) for name in _KEEP["MsgSt"]]
             names += [(MsgSt, "send_waiter"), (MsgSt, "recv_waiter")]
         fields = [A.spec[cls][name][:2] for cls, name in names]
-        restore(self.I, self.F, fields, Mv.okey, Mv.route_ptr, Mv.route_res, self.P.rec_msg,
+        rec = self.P.rec_msg
+        if not deadlock and self.m.__dict__.get("rec_msg") is rec:   # (read back lazily)
+            del self.m.__dict__["rec_msg"]
+            self.m._rec_slots, rec = (rec, Mv.okey), np.zeros(0, np.int32)
+        restore(self.I, self.F, fields, Mv.okey, Mv.route_ptr, Mv.route_res, rec,
                 keep_okey=not deadlock)
         self._order = self._gathered = None
         if not deadlock:
