@@ -402,16 +402,14 @@ class Engine:
         # whole program: MsgIn is per message, so Messages can share the arena's copy
         shared = _detach_inputs(self.m, A) if self.slots is None else ()
         del fields, rp, rr               # the arena's inputs: held by it alone
-        trim = ks.release_free_heap if 8 * (A.size["i"] + A.size["f"]) >= 4 << 20 else None
-        if trim is not None:     # (the inputs let go are at most the state's size)
-            trim()
-        self.I, self.F = A.alloc(trim, dict(ks.SPARSE))
+        size = 8 * (A.size["i"] + A.size["f"])      # at least what the inputs let go
+        ks.release_free_heap(size)
+        self.I, self.F = A.alloc(ks.release_free_heap if size >= 4 << 20 else None, dict(ks.SPARSE))
         if self._order is not None:    # the arena holds the slots' ids: the plan's go now
             self._order = True         # (not after the trim below: ~4 B/record of heap)
         if shared:
             _share_inputs(self.m, A.views(ks.MsgIn, self.I, self.F), shared)
-        if trim is not None:
-            trim()                       # the inputs just copied in
+        ks.release_free_heap(size)       # the inputs just copied in
         self._views = {}       # numpy views of the state, for Python: _state_views
 
     def _state_views(self, name):
