@@ -404,7 +404,7 @@ class Engine:
         del fields, rp, rr               # the arena's inputs: held by it alone
         size = 8 * (A.size["i"] + A.size["f"])      # at least what the inputs let go
         ks.release_free_heap(size)
-        self.I, self.F = A.alloc(ks.release_free_heap if size >= 4 << 20 else None, dict(ks.SPARSE))
+        self.I, self.F = A.alloc(ks.release_free_heap, dict(ks.SPARSE))
         if self._order is not None:    # the arena holds the slots' ids: the plan's go now
             self._order = True         # (not after the trim below: ~4 B/record of heap)
         if shared:

@@ -190,8 +190,8 @@ class Arena:
         return ("=", kind, off, n)
 
     def alloc(self, release=None, sparse=None):
-        """The buffers, initialised: ``(I, F)``. ``release()``, if given, is called each
-        time inputs of 4 MB in all have been let go (the engine gives the C heap's free
+        """The buffers, initialised: ``(I, F)``. ``release(nbytes)``, if given, is called
+        each time inputs of 4 MB in all (``nbytes``) have been let go (the engine gives the C heap's free
         pages back: freed inputs would otherwise stay resident under the new buffers).
         ``sparse``: ``{struct name: field names}`` kept in small pages (:data:`SPARSE`)."""
         bufs = {"i": _zeros64(max(self.size["i"], 1), np.int64),
@@ -245,8 +245,8 @@ class Arena:
             dropped += size
             # often: what is not given back yet sits under the pages being filled (at
             # 32 MB, ~10 bytes per record more of a run's peak at 1M records)
-            if release is not None and dropped >= 4 << 20:
-                release()
+            if release is not None and dropped >= _TRIM_MIN_BYTES:
+                release(dropped)
                 dropped = 0
         return bufs["i"], bufs["f"]
 
