@@ -83,14 +83,19 @@ def _join_alone(I, F, m, r, t, remaining):
 @leaf
 def _pair_key(S, I, F, r, check):
     """share[r] changed: re-key r's pairs in their groups' heaps; with ``check``, mark
-    those groups to check (a lower share on r may now bind before them)."""
+    those groups to check (a lower share on r may now bind before them). Only a group
+    that r now binds before: after every flush no pair binds before its group (each
+    member is at its best), so a check finds candidates only through pairs that do; a
+    pair whose resource's share dropped and still does not bind before b adds none, and
+    whatever else could (b's own rise, another resource's drop) marks b itself. Shares
+    are final at the flush (moves change no count)."""
     s = F[S.share + r]
     p = I[S.rp_head + r]
     while p >= 0:
         b = I[S.pb + p]
         F[S.pkey + p] = s
         heap_update(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
-        if check:
+        if check and _beats(F, S.share, r, b):
             _mark(I, S.chk_f, S.chk_l, S.si, N_CHK, b)
         p = I[S.rnext + p]
 

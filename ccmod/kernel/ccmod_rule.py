@@ -134,7 +134,14 @@ def cc_vclock(I, F, r, t):
 @leaf
 def cc_set_count(I, F, r, t, delta):
     """Change the contention of resource r at time t (integrating its statistics)."""
-    S = cc_state(I)
+    return _set_count(cc_state(I), I, F, r, t, delta)
+
+
+@leaf
+def _set_count(S, I, F, r, t, delta):
+    """:func:`cc_set_count` with the caller's offsets: inlined in a start's or an end's
+    loop over the route, reading its own after each hop's stores into ``I`` (which may be
+    the header, for all LLVM knows) cost ~10 loads per hop."""
     c0 = I[S.count + r]
     c = c0 + delta
     # a second change of r at one instant (the starts and ends of an incast) integrates
@@ -223,7 +230,7 @@ def cc_start(I, F, m, t, work):
         r = as_i32(I)[S.route_res + e]
         if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
             _pair_before_change(I, F, r)
-        if cc_set_count(I, F, r, t, 1) > 1:
+        if _set_count(S, I, F, r, t, 1) > 1:
             if I[S.rp_head + r] >= 0:
                 # (a lower share matters only to r's pairs: without any, every message
                 # on r has its bottleneck at r, or joins at the flush)
@@ -330,15 +337,14 @@ def _may_leave(S, I, F, r):
 def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     S = cc_state(I)
-    d = as_i32(I)[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
+    e0 = I[S.route_ptr + m]
+    if e0 < I[S.route_end + m] and I[S.lone + as_i32(I)[S.route_res + e0]] >= 0:
+        _end_alone(I, F, m, t)
+        return
+    d = as_i32(I)[S.e_base + m] - e0      # route entry -> entry slot
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
-        if I[S.lone + r] >= 0:
-            # m itself (no one else can be): alone on its route, it has no pair nor
-            # deferred entry (the per-resource word instead of the per-entry one)
-            I[S.lone + r] = -1
-        else:
-            _others_del(S, I, F, r, e + d)
+        _others_del(S, I, F, r, e + d)
         if cc_set_count(I, F, r, t, -1) > 0:
             if _may_leave(S, I, F, r):
                 _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
@@ -348,3 +354,28 @@ def cc_end(I, F, m, t):
     entries_give(S, I, m)
     I[S.si + N_ACTIVE] -= 1
 
+
+
+@leaf
+def _end_alone(I, F, m, t):
+    """:func:`cc_end` of a message alone on its whole route (``lone`` on its resources:
+    one is, all are), most ends of light traffic: with its own offsets, a few, not the
+    ~25 of the general end's pairs, marks and checks. Each resource had m alone (count
+    1): it goes idle, as :func:`cc_set_count` would make it from 1 to 0 (nothing to
+    unpair, mark or check: m had no pair nor deferred entry)."""
+    S = cc_state(I)
+    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        r = as_i32(I)[S.route_res + e]
+        I[S.lone + r] = -1
+        if F[S.t_at + r] != t:
+            F[S.t_at + r] = t
+        if F[S.t_chg + r] != t:
+            dt = t - F[S.t_chg + r]
+            F[S.area + r] += dt        # (its count, 1, times dt)
+            F[S.busy + r] += dt
+            F[S.t_chg + r] = t
+        I[S.count + r] = 0
+        F[S.share + r] = INF
+        F[S.v_at + r] = 0.0      # empty group: restart its clock (as cc_set_count)
+    entries_give(S, I, m)
+    I[S.si + N_ACTIVE] -= 1
