@@ -81,8 +81,39 @@ def pytest_collection(session):
         sys.dont_write_bytecode = old
 
 
+#: whether this run includes the slow tests (CI): set from the options in pytest_configure,
+#: before any test module is imported
+RUN_SLOW = os.environ.get("CCMOD_RUN_SLOW") == "1"
+
+
+def pytest_configure(config):
+    global RUN_SLOW
+    RUN_SLOW = RUN_SLOW or bool(config.getoption("--runslow"))
+
+
+def examples(n: int) -> int:
+    """Hypothesis example budget for a property test: ``n`` where the slow tests run (CI
+    draws every example, as before), a third of it (at least 10) in the default run.
+
+    The default run keeps every property and every strategy, with fewer random draws (the
+    developer guide's ~90 s budget for a single-process ``pytest``); CI explores as much as
+    ever. Use as ``@settings(max_examples=examples(60))``.
+
+    Parameters
+    ----------
+    n : int
+        Number of examples CI draws.
+
+    Returns
+    -------
+    int
+        ``n`` with the slow tests, else ``max(min(n, 10), n // 3)``.
+    """
+    return n if RUN_SLOW else max(min(n, 10), n // 3)
+
+
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runslow") or os.environ.get("CCMOD_RUN_SLOW") == "1":
+    if RUN_SLOW:
         return
     skip = pytest.mark.skip(reason="slow: run with --runslow or CCMOD_RUN_SLOW=1")
     for item in items:

@@ -11,6 +11,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from conftest import examples
 
 from ccmod.errors import CcmodInputError
 from ccmod.workloads import collectives as C
@@ -340,7 +341,7 @@ def test_expand_errors(bad):
         C.expand(WorkloadBuilder(4), kw.pop("rank"), 4, kw.pop("kind"), 0, **kw)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(p=st.integers(1, 12), data=st.data())
 def test_random_sequences_of_collectives_execute(p, data):
     """Any sequence of collectives (defaults or forced algorithms) matches and runs."""

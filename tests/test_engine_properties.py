@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from conftest import examples
 
 from ccmod.api import run
 from ccmod.errors import DeadlockError
@@ -40,7 +41,7 @@ def programs(draw):
     return b.build()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(programs(), st.sampled_from(NETS), st.sampled_from(["ccmod", "maxmin"]),
        st.sampled_from([0.0, 0.3]))
 def test_invariants(w, net, sharing, bg):
@@ -67,7 +68,7 @@ def test_invariants(w, net, sharing, bg):
     assert again.messages.equals(m)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(programs())
 def test_deadlock_free_programs_finish_in_every_send_mode(w):
     # every blocking send is matched by a recv posted in the same round: no deadlock.

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import examples
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
 
@@ -127,7 +128,7 @@ def test_fewer_points_than_parameters():
 _NOISE = st.lists(st.floats(0.2, 5.0), min_size=12, max_size=12)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(_NOISE, st.integers(1, 2), st.booleans())
 def test_fit_is_monotone_and_valid_for_any_data(noise, kmax, robust):
     # up to two segments here (~0.02-0.05 s a fit); three and four (~0.1 s a fit) with the

@@ -32,8 +32,11 @@ def _files(real_dir, pattern):
 
 
 # the SimGrid calibration files are large (about 2 s to fit all) and the six OSU
-# bidirectional files (~1.3 s) have the layout of the Osu_bw ones: CI runs them (slow)
-SLOW_GLOBS = ("simgrid-platform-calibration", f"{SH}/*/*/omb/Osu_bibw")
+# bidirectional files (~1.3 s) have the layout of the Osu_bw ones: CI runs them (slow); so
+# do the OSU bandwidth files, the uibk logs and StackHPC's IMB files (0.7-0.9 s each set
+# here): the default run fits the OSU latency and the Juno IMB layouts
+SLOW_GLOBS = ("simgrid-platform-calibration", f"{SH}/*/*/omb/Osu_bibw", f"{SH}/*/*/omb/Osu_bw",
+              f"{SH}/*/*/imb/IMB_PingPong", "osu-uibk-lcc3/task02")
 
 
 @pytest.mark.parametrize("pattern", [pytest.param(p, marks=pytest.mark.slow)
@@ -124,6 +127,7 @@ def test_juno_raw_latency_alone_and_pooled(real_dir):
     assert rep.estimator.spread_["n"][1] == 1001            # 1 B: 1000 raw + the IMB row
 
 
+@pytest.mark.slow      # SimGrid calibration files, ~0.8-1 s here: CI runs it
 def test_simgrid_calibration_counts_spread_and_speed(real_dir):
     f = real_dir / "simgrid-platform-calibration/sirocco_26_08_2016/calibration/sirocco_PingPong.csv.gz"
     m = read_measurements(f)
@@ -135,6 +139,7 @@ def test_simgrid_calibration_counts_spread_and_speed(real_dir):
     assert not e.poor_fit_
 
 
+@pytest.mark.slow      # SimGrid calibration files, ~0.8-1 s here: CI runs it
 def test_noisy_tcp_calibration_is_flagged_poor(real_dir):
     f = real_dir / "simgrid-platform-calibration/taurus_26_07_2016/calibration/taurus-2016-06-09--1_PingPong.csv.gz"
     rep = fit_files([f])
@@ -168,6 +173,7 @@ def test_dahu_simgrid_json_conversion(real_dir):
     assert iso.model.min_bytes.size == 6 and any("not monotone" in w for w in iso.warnings)
 
 
+@pytest.mark.slow      # SimGrid calibration files, ~0.8-1 s here: CI runs it
 def test_auto_breakpoints_match_the_upstream_calibration(real_dir):
     """stampede 1 node: the upstream SimGrid calibration chose breakpoints 150, 8192 and
     260000 B by hand (testplatform_breakpoints); BIC + DP finds the same protocol switches."""

@@ -261,6 +261,7 @@ def test_real_dumpi_without_waiting_receivers(real_dir):
     assert r.returncode == 2 and "at least 2 sizes" in r.stderr    # one size: 712 B
 
 
+@pytest.mark.slow      # ~0.7 s here on SST-macro's ../shared OTF2 trace: CI runs it
 def test_real_otf2_sst_macro(real_dir):
     """10 ranks on 10 Ethernet nodes, 4 B .. 128 KiB: the fit is monotone and every
     segment is supported by messages; self messages are not network messages."""

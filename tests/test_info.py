@@ -130,9 +130,13 @@ def test_cli_subprocess_error_has_no_traceback(tmp_path):
     assert f"{bad}:2: unmatched wait" in r.stderr
 
 
-@pytest.mark.parametrize("rel", ["ti_traces_32_1", "ti_traces_32_1/smpi_replay.txt",
-                                 "ti_traces_32_1/description_file",
-                                 pytest.param("ti_traces_32_1_full_2014", marks=pytest.mark.slow)])
+# the folder by default; its replay list and description file (~0.5 s each here) and the
+# full 2014 trace with the slow tests, which CI runs
+@pytest.mark.parametrize("rel", ["ti_traces_32_1",
+                                 *(pytest.param(r, marks=pytest.mark.slow) for r in (
+                                     "ti_traces_32_1/smpi_replay.txt",
+                                     "ti_traces_32_1/description_file",
+                                     "ti_traces_32_1_full_2014"))])
 def test_cli_info_on_real_32_rank_traces(real_dir, capsys, rel):
     path = real_dir / "simgrid" / rel
     code, out, err = _cli(["info", str(path), "--json"], capsys)

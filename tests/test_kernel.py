@@ -1,6 +1,7 @@
 """The incremental sharing kernels against brute-force references (recompute everything)."""
 import numpy as np
 from hypothesis import given, settings, strategies as st
+from conftest import examples
 
 from ccmod.kernel import CcmodSharing, MaxMinSharing
 
@@ -79,7 +80,7 @@ routes = st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True)
 arrival = st.tuples(st.floats(0, 5, allow_nan=False), st.floats(0.01, 3), routes)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(arrival, min_size=1, max_size=12), st.lists(st.sampled_from([0.0, 0.25, 0.5]),
                                                            min_size=6, max_size=6))
 def test_ccmod_incremental_equals_brute_force(arrs, bg):
@@ -116,7 +117,7 @@ def brute_maxmin(arrivals, cap):
     return brute_force(arrivals, progressive_filling, 1e-9)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(arrival, min_size=1, max_size=10))
 def test_maxmin_equals_brute_force(arrs):
     cap = [1.0, 2.0, 1.0, 3.0, 1.0, 0.5]
@@ -158,7 +159,7 @@ capped = st.tuples(st.floats(0, 2, allow_nan=False), st.floats(0.01, 3), few_rou
                    st.sampled_from([0.3, 0.7, INF]))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(capped, min_size=1, max_size=14))
 def test_maxmin_flow_classes_equal_brute_force(arrs):
     # many flows share a route, some under the same cap: the solver fills (route, cap)

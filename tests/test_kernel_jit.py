@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from conftest import examples
 
 from pathlib import Path
 
@@ -90,7 +91,7 @@ def drive(kernel, arrivals, full):
     return np.array([ends[i] for i in range(len(arrivals))])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(arrival, min_size=1, max_size=12))
 def test_maxmin_incremental_equals_full_resolve(arrs):
     from ccmod.kernel import MaxMinSharing

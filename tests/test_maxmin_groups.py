@@ -3,6 +3,7 @@ re-solve: many classes crossing one shared resource, some held back by private h
 caps, some routes joining a second shared resource (no star), background steps."""
 import numpy as np
 from hypothesis import given, settings, strategies as st
+from conftest import examples
 
 from ccmod.kernel import MaxMinSharing
 from ccmod.kernel.mm_classes import F_LEN
@@ -75,7 +76,7 @@ def test_incast_is_one_group_with_one_heap_entry():
     assert np.allclose(got, brute_maxmin(arrivals, CAP), rtol=1e-12, atol=0)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.integers(0, 2 ** 32 - 1))
 def test_groups_equal_brute_force_and_full_resolve(seed):
     arrivals = arrivals_of(seed)
@@ -93,7 +94,7 @@ def test_groups_equal_brute_force_and_full_resolve(seed):
     assert np.allclose(got, want, rtol=1e-11, atol=1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 2 ** 32 - 1),
        st.lists(st.tuples(st.floats(0, 3, allow_nan=False), st.sampled_from([0, 9, D, X]),
                           st.sampled_from([0.0, 0.5, 0.9])), max_size=4))

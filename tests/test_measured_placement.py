@@ -106,6 +106,9 @@ def test_recorded_placement_is_used_by_default_and_map_overrides(tmp_path):
     assert same.network["nodes"] == 1
 
 
+# every placement-carrying real trace of ../shared (~1.8 s here): with the slow tests (CI
+# runs them, with ../shared beside the clone); the generated cases above run by default
+@pytest.mark.slow
 def test_real_traces_record_their_placement(real_dir):
     w = read_workload(real_dir / "pypop-epoch-paraver" / "epoch_4proc.prv.gz")
     assert w.meta["placement"]["node_names"] == ["s04r2b68"]

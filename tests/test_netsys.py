@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from conftest import examples
 
 from ccmod.errors import CcmodInputError
 from ccmod.netsys.cost import PhysicalCost, PiecewiseLinearCost
@@ -180,7 +181,7 @@ def test_mesh_no_wrap_and_default_dims():
     assert make_network("mesh", 10).values["dims"] == "4x3"  # smallest near-square grid
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(dims=st.lists(st.integers(1, 5), min_size=1, max_size=3), data=st.data())
 def test_grid_hop_counts(dims, data):
     n = int(np.prod(dims))

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import examples
 
 from ccmod.errors import CcmodInputError
 from ccmod.linkrate import RateProfile, route_intervals
@@ -202,7 +203,7 @@ intervals = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4),
                                st.floats(0, 10), st.floats(0, 10)), max_size=25)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(intervals, st.floats(0, 12))
 def test_fill_idle_covers_each_rank_exactly(rows, extra):
     rank = np.array([r[0] for r in rows], np.int64)
@@ -221,7 +222,7 @@ def test_fill_idle_covers_each_rank_exactly(rows, extra):
             assert rb.sum() - ra.sum() == pytest.approx(t_end, abs=1e-9)  # covers [0, t_end]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(intervals, st.floats(0, 12))
 def test_idle_gaps_match_brute_force(rows, extra):
     rank = np.array([r[0] for r in rows], np.int64)
@@ -250,7 +251,7 @@ def test_idle_gaps_match_brute_force(rows, extra):
 grid_t = st.integers(0, 10_000).map(lambda k: k / 1000)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), grid_t, grid_t, st.floats(0.1, 5)),
                 min_size=1, max_size=12), grid_t, grid_t)
 def test_rate_profile_matches_brute_force(rows, q0, q1):
@@ -271,7 +272,7 @@ def test_rate_profile_matches_brute_force(rows, q0, q1):
         assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1), st.floats(0, 10),
                           st.floats(0, 10)), max_size=15), st.integers(1, 13))
 def test_interval_coverage_matches_brute_force(rows, ncols):

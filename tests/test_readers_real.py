@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from conftest import examples
 
 from ccmod.errors import CcmodInputError
 from ccmod.workloads.base import OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_WAIT, RECV_OPS, SEND_OPS
@@ -92,7 +93,10 @@ def otf2_counts(path):
 
 
 # ------------------------------------------------------------------------ OTF2
-@pytest.mark.parametrize("rel", [PP, "pipit/ping-pong-otf2-papi/traces.otf2", SST_OTF2])
+# SST-macro's OTF2 trace (~1.5 s here, the largest) with the slow tests, which CI runs; the
+# two pipit traces check the same counts by default
+@pytest.mark.parametrize("rel", [PP, "pipit/ping-pong-otf2-papi/traces.otf2",
+                                 pytest.param(SST_OTF2, marks=pytest.mark.slow)])
 def test_otf2_counts(real_dir, rel):
     nproc, c = otf2_counts(real_dir / rel)
     w = Otf2Reader.read(real_dir / rel)
@@ -105,6 +109,7 @@ def test_otf2_counts(real_dir, rel):
     check_channels(w)
 
 
+@pytest.mark.slow      # ~0.9 s here on a large ../shared trace; CI runs it
 def test_otf2_self_communicators(real_dir):
     """The sst-macro trace's sub-communicators with an empty COMM_SELF member list are
     self communicators: their messages go from a rank to itself."""
@@ -148,7 +153,10 @@ def test_paraver_epoch_counts(real_dir, n):
     check_channels(w)
 
 
-@pytest.mark.parametrize("n", [1, 2, 4])
+# 1 and 4 processes (~0.7-0.9 s each here) with the slow tests, which CI runs: the same
+# comparison on the 2-process trace by default
+@pytest.mark.parametrize("n", [pytest.param(1, marks=pytest.mark.slow), 2,
+                               pytest.param(4, marks=pytest.mark.slow)])
 def test_paraver_compute_matches_pypop_useful_duration(real_dir, n):
     """compute + Running time before the first / after the last MPI event equals pypop's
     published 'Useful duration (total)' of the same trace."""
@@ -190,6 +198,7 @@ def test_paraver_qsort_records_mode(real_dir):
     check_channels(w2)
 
 
+@pytest.mark.slow      # ~1 s here on a large ../shared trace; CI runs it
 def test_paraver_option_and_scale(real_dir):
     with pytest.raises(CcmodInputError, match="collective_messages"):
         ParaverReader.read(real_dir / QSORT, collective_messages="bogus")
@@ -375,7 +384,7 @@ def test_otf2_truncated(real_dir, tmp_path):
         Otf2Reader.read(d / "traces.otf2")
 
 
-_FUZZ = settings(max_examples=25, deadline=None,
+_FUZZ = settings(max_examples=examples(25), deadline=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -400,7 +409,7 @@ def test_random_bytes_only_input_errors(tmp_path, data, kind):
 @example(pos=340, val=0, cut=0)    # rank 1's allreduce count zeroed: members disagree
 def test_mutated_dumpi_only_input_errors(real_dir, tmp_path, pos, val, cut):
     d = tmp_path / f"m{pos}_{val}_{cut}"
-    d.mkdir()
+    d.mkdir(exist_ok=True)        # hypothesis may draw the same example twice
     for r in range(4):
         shutil.copy(real_dir / f"sst-dumpi/testtrace-{r:04d}.bin", d)
     f = d / "testtrace-0001.bin"

@@ -231,11 +231,12 @@ def test_windowed_signal_log_and_idle_ranks_are_identical(tmp_path):
 
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
+from conftest import examples
 
 from test_engine_properties import NETS, programs  # noqa: E402
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(programs(), st.sampled_from(NETS), st.sampled_from(["ccmod", "maxmin"]),
        st.sampled_from(["rendezvous", "eager", "detached"]), st.integers(1, 4))
 def test_random_programs_windowed_equal_whole(w, net, sharing, mode, window):

@@ -128,11 +128,12 @@ def test_contention_on_a_fat_tree_with_equal_finish_times_keeps_the_id_order(mon
 
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
+from conftest import examples
 
 from test_engine_properties import NETS, programs  # noqa: E402
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(programs(), st.sampled_from(NETS), st.sampled_from(["ccmod", "maxmin"]),
        st.sampled_from(["rendezvous", "eager", "detached"]), st.integers(1, 3))
 def test_random_programs_with_two_slots_to_start_equal_whole(w, net, sharing, mode, window):

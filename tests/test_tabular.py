@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import examples
 
 from ccmod.errors import CcmodInputError
 from ccmod.workloads import detect_format, read_workload
@@ -54,7 +55,7 @@ def workloads(draw):
               "compute_rate": 1e9})
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(w=workloads())
 def test_parquet_and_csv_round_trips_are_lossless(tmp_path, w):

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import examples
 
 from ccmod.errors import CcmodInputError
 from ccmod.workloads import detect_format, read_workload
@@ -220,6 +221,7 @@ def test_one_file_description_and_folder_layouts_agree(tmp_path, real_dir):
     assert detect_format(desc) == detect_format(folder) == "ti"
 
 
+@pytest.mark.slow      # ~0.7 s here on the 32-rank ../shared trace: CI runs it
 def test_real_32_rank_trace_concatenated_equals_description(tmp_path, real_dir):
     d = real_dir / "simgrid/ti_traces_32_1"
     desc = read_workload(d / "smpi_replay.txt")   # paths relative to the parent folder
@@ -267,6 +269,7 @@ def test_real_traces_counts_match_files(real_dir, folder):
     _matched(w)
 
 
+@pytest.mark.slow      # ~0.8 s here on the 32-rank ../shared trace: CI runs it
 def test_real_replay_multiple_description(real_dir):
     d = real_dir / "simgrid/ti_traces_32_1"
     w = read_workload(d / "description_file")
@@ -363,8 +366,8 @@ _TOKENS = st.sampled_from(["0", "1", "2", "-1", "1e3", "x", "nan", "inf", "3.5",
                            "allReduce", "gatherv", "scatterv", "barrier", "sleep", "\t"])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(_TOKENS, min_size=0, max_size=7).map(" ".join), max_size=12))
 def test_garbage_lines_only_raise_input_errors(tmp_path, lines):
     p = tmp_path / "fuzz.ti"
