@@ -1,4 +1,5 @@
 import contextlib
+import gc
 import io
 import os
 import subprocess
@@ -66,7 +67,8 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_collection(session):
-    """Let pytest cache its assertion-rewritten test modules while it collects them.
+    """Let pytest cache its assertion-rewritten test modules while it collects them, then
+    freeze what collection imported.
 
     Where PYTHONDONTWRITEBYTECODE is set (as on the project's development machines), pytest
     re-parses and rewrites every test module's asserts on every run: about 5 s of CPU per
@@ -79,6 +81,11 @@ def pytest_collection(session):
         yield
     finally:
         sys.dont_write_bytecode = old
+    # what collection imported (numpy, numba, pandas, hypothesis, the tests) lives for the
+    # whole run: frozen, the collector's full passes stop walking it (~0.5 s of 28 s CPU
+    # on a quarter of the suite); the garbage is collected first so none of it is kept
+    gc.collect()
+    gc.freeze()
 
 
 #: whether this run includes the slow tests (CI): set from the options in pytest_configure,
