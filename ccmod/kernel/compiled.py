@@ -348,9 +348,17 @@ def _header_reader(cls, name):
         tup = types.NamedUniTuple(types.int64, n, cls)
         if isinstance(I, RawBuf) and I.dtype == types.int64:
             def codegen(context, builder, sig, args):      # I is its data pointer
-                return context.make_tuple(builder, tup, [
-                    builder.load(builder.gep(args[0], [context.get_constant(types.intp, b + k)]))
-                    for k in range(n)])
+                # the head of I is written by the engine's set-up, never by compiled
+                # code: the loads are marked invariant, so that LLVM reuses a value
+                # loaded once instead of loading it again after every store into I
+                inv = builder.module.add_metadata([])
+                vals = []
+                for k in range(n):
+                    ld = builder.load(builder.gep(args[0],
+                                                  [context.get_constant(types.intp, b + k)]))
+                    ld.set_metadata("invariant.load", inv)
+                    vals.append(ld)
+                return context.make_tuple(builder, tup, vals)
             return tup(I), codegen
         if not (isinstance(I, types.Array) and I.dtype == types.int64 and I.ndim == 1):
             return None

@@ -104,7 +104,7 @@ def _busy_for(I, F, r, t, d, state):
 
 
 @njit(cache=True, inline="always")
-def _warm(C, P, I, F, pc, end):
+def _warm(C, P, I, F, pc, end, M, G):
     """Prefetch what rank's next record will read when the rank runs again (another
     horizon, usually): its message's fields, one cache line per field and message (the
     per-message arrays of a large trace are far bigger than the cache, and a message's
@@ -122,8 +122,6 @@ def _warm(C, P, I, F, pc, end):
     if o == OP_COMPUTE:
         prefetch(P.dur, pc)
     elif o == OP_SEND or o == OP_ISEND or o == OP_RECV or o == OP_IRECV:
-        M = msg_in(I)
-        G = msg_st(I)
         m = at_i32(P.rec_msg, pc)
         prefetch(F, G.t_post_send + m)
         prefetch(F, G.t_post_recv + m)
@@ -157,12 +155,11 @@ def _warm(C, P, I, F, pc, end):
 
 
 @njit(cache=True)
-def _advance(C, P, L, I, F, r, t):
-    """Interpret rank r's records from its program counter until it blocks."""
-    M = msg_in(I)
-    R = rank_st(I)
-    G = msg_st(I)
-    K = scalars(I)
+def _advance(C, P, L, I, F, r, t, M, R, G, K):
+    """Interpret rank r's records from its program counter until it blocks. The offsets
+    (``M``, ``R``, ``G``, ``K``) are the caller's, read once a call of the loop: read here,
+    they were read again from the head of ``I`` at every wake-up (a store into ``I`` may
+    have changed them, as far as the compiler knows)."""
     n = P.nranks
     pc = I[R.pc + r * RI]
     end = at_i(P.rank_end, r)
@@ -260,7 +257,7 @@ def _advance(C, P, L, I, F, r, t):
                 break
     I[K.ks + K_RECORDS] += pc - start_pc
     I[R.pc + r * RI] = pc
-    _warm(C, P, I, F, pc, end)
+    _warm(C, P, I, F, pc, end, M, G)
     if pc >= end and I[R.block_state + r * RI] != RS_COMPUTING and I[R.pending + r * RI] == 0:
         if at_i(P.more, r):
             # the end of its window, not of its trace: the caller refills it (only the
@@ -359,7 +356,7 @@ def _loop(C, P, L, I, F):
                     adv = r
                 else:
                     break
-            _advance(C, P, L, I, F, adv, ta)
+            _advance(C, P, L, I, F, adv, ta, M, R, G, K)
             adv = -1
             if I[K.ks + K_STARVED] != 0:
                 F[K.kf] = t
