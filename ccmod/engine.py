@@ -490,16 +490,16 @@ class Engine:
         then fits in its place, below the run's peak), unless the run deadlocked: its
         description reads the outputs and the waiters, all in id order."""
         from ccmod.kernel.order import restore
-        from ccmod.kernel.state import MsgIn, MsgSt
+        from ccmod.kernel.state import MsgIn
         A, Mv = self._arena, self.Mv
         if not deadlock:
             self.release_scratch(keep_inputs=("okey",))
-        names = [(MsgIn, name) for name, g in self._gathered.items() if g.used and
-                 name in _KEEP["MsgIn"]]
-        if deadlock:
-            names += [(MsgSt, name) for name in _KEEP["MsgSt"]]
-            names += [(MsgSt, "send_waiter"), (MsgSt, "recv_waiter")]
-        fields = [A.spec[cls][name][:2] for cls, name in names]
+        if deadlock:       # outputs and waiters: strided views (state.MF), by numpy
+            for name in _KEEP["MsgSt"] + ("send_waiter", "recv_waiter"):
+                v = getattr(self.G, name)
+                v[Mv.okey] = v.copy()
+        fields = [A.spec[MsgIn][name][:2] for name, g in self._gathered.items() if g.used
+                  and name in _KEEP["MsgIn"]]
         rec = self.P.rec_msg
         if not deadlock and self.m.__dict__.get("rec_msg") is rec:   # (read back lazily)
             del self.m.__dict__["rec_msg"]

@@ -49,7 +49,7 @@ from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, 
 from ccmod.kernel.rawbuf import as_i32, prefetch, raw
 from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
-from ccmod.kernel.state import FC_LATENCY, FC_O_SEND, FC_QUIET, RF, RI
+from ccmod.kernel.state import FC_LATENCY, FC_O_SEND, FC_QUIET, MF, MJ, RF, RI
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS,
                                 K_RHEAD, K_RTAIL, K_STARTED, K_STARVED, NSTATES,
@@ -123,10 +123,7 @@ def _warm(C, P, I, F, pc, end, M, G):
         prefetch(P.dur, pc)
     elif o == OP_SEND or o == OP_ISEND or o == OP_RECV or o == OP_IRECV:
         m = at_i32(P.rec_msg, pc)
-        prefetch(F, G.t_post_send + m)
-        prefetch(F, G.t_post_recv + m)
-        prefetch(F, G.t_end + m)
-        prefetch(F, G.t_start + m)
+        prefetch(F, G.t_post_send + m * MF)     # its times: one line (state.MF)
         prefetch(as_i32(I), M.eager + m)
         prefetch(I, M.route_ptr + m)
         prefetch(as_i32(I), M.src + m)
@@ -148,10 +145,10 @@ def _warm(C, P, I, F, pc, end, M, G):
             prefetch(as_i32(I), M.route_res + e)
         if o == OP_SEND or o == OP_ISEND:
             prefetch(F, M.o_send + m)
-            prefetch(as_i32(I), G.send_waiter + m)
+            prefetch(as_i32(I), G.send_waiter + m * MJ)
         else:
             prefetch(F, M.o_recv + m)
-            prefetch(as_i32(I), G.recv_waiter + m)
+            prefetch(as_i32(I), G.recv_waiter + m * MJ)
 
 
 @njit(cache=True)
@@ -186,10 +183,10 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
                 I[R.paid_pc + r * RI] = pc       # the CPU overhead comes before the post
                 _busy_for(I, F, r, t, o_send, STATE_OVERHEAD)
                 break
-            F[G.t_post_send + m] = t
+            F[G.t_post_send + m * MF] = t
             _sig(C, L, t, SG_NEWSCOM, order_key(I, M.okey, m), as_i32(I)[M.src + m], as_i32(I)[M.dst + m],
                  I[M.nbytes + m], 0.0)
-            if as_i32(I)[M.eager + m] or F[G.t_post_recv + m] < INF:
+            if as_i32(I)[M.eager + m] or F[G.t_post_recv + m * MF] < INF:
                 start_transfer(C, L, I, F, m, t, True)
             pc += 1
             blocks = o == OP_SEND and wait_on(C, I, F, r, m, 0)
@@ -200,8 +197,8 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
                 break
         elif o == OP_RECV or o == OP_IRECV:
             m = at_i32(P.rec_msg, pc)
-            F[G.t_post_recv + m] = t
-            if not as_i32(I)[M.eager + m] and F[G.t_post_send + m] < INF:
+            F[G.t_post_recv + m * MF] = t
+            if not as_i32(I)[M.eager + m] and F[G.t_post_send + m * MF] < INF:
                 start_transfer(C, L, I, F, m, t, True)
             pc += 1
             blocks = o == OP_RECV and wait_on(C, I, F, r, m, 1)
@@ -233,8 +230,8 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
         elif o == OP_AMREQUEST:
             m = at_i32(P.rec_msg, pc)
             pc += 1
-            F[G.t_post_send + m] = t
-            F[G.t_post_recv + m] = t
+            F[G.t_post_send + m * MF] = t
+            F[G.t_post_recv + m * MF] = t
             start_transfer(C, L, I, F, m, t, True)
             as_i32(I)[G.am_waiter + m] = r
             I[R.pending + r * RI] += 1
@@ -420,8 +417,8 @@ def _loop(C, P, L, I, F):
                 start_transfer(C, L, I, F, m, t, False)
             elif kind == EV_HANDLER_END:
                 if as_i32(I)[M.kind + m] == 1:       # request handled: the server replies now
-                    F[G.t_post_send + m + 1] = t
-                    F[G.t_post_recv + m + 1] = t
+                    F[G.t_post_send + (m + 1) * MF] = t
+                    F[G.t_post_recv + (m + 1) * MF] = t
                     start_transfer(C, L, I, F, m + 1, t, True)
                 else:                    # reply handled: the requester goes on
                     r = as_i32(I)[G.am_waiter + m - 1]

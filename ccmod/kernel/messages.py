@@ -15,7 +15,7 @@ from ccmod.kernel.compiled import leaf, msg_in, msg_st, per_msg, rank_st, scalar
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import order_key, timer_set
 from ccmod.kernel.rawbuf import as_i32
-from ccmod.kernel.state import FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET, RF, RI
+from ccmod.kernel.state import FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET, MF, MJ, RF, RI
 from ccmod.kernel.record import sig as _sig
 from ccmod.kernel.rules import rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_START,
@@ -84,7 +84,7 @@ def start_transfer(C, L, I, F, m, t, gap):
             arm_msg_timer(I, F, m, EV_START, t0)
             return
     # the transfer of m begins (injection)
-    F[G.t_start + m] = t
+    F[G.t_start + m * MF] = t
     q = F[M.quiet + per_msg(M, FC_QUIET, m)]
     _sig(C, L, t, SG_COMMCOST, order_key(I, M.okey, m), 0, 0, 0, q)
     if as_i32(I)[M.unshared + m] or q <= 0.0 or not has_route:
@@ -141,18 +141,18 @@ def message_done(C, L, I, F, m, t):
     M = msg_in(I)
     R = rank_st(I)
     G = msg_st(I)
-    F[G.t_end + m] = t
+    F[G.t_end + m * MF] = t
     _sig(C, L, t, SG_MSGEND, order_key(I, msg_in(I).okey, m), 0, 0, 0, 0.0)
     if as_i32(I)[M.kind + m]:
         am_arrived(I, F, m, t)
         return
-    r = as_i32(I)[G.send_waiter + m]
+    r = as_i32(I)[G.send_waiter + m * MJ]
     if r >= 0:
         I[R.pending + r * RI] -= 1
         if I[R.pending + r * RI] == 0:
             make_ready(I, r)
-    if F[G.t_post_recv + m] < INF:
-        r = as_i32(I)[G.recv_waiter + m]
+    if F[G.t_post_recv + m * MF] < INF:
+        r = as_i32(I)[G.recv_waiter + m * MJ]
         if r >= 0:
             I[R.pending + r * RI] -= 1
             if I[R.pending + r * RI] == 0:
@@ -168,13 +168,13 @@ def wait_on(C, I, F, r, m, side):
     R = rank_st(I)
     G = msg_st(I)
     if side == 0:
-        if C.detached or F[G.t_end + m] < INF:
+        if C.detached or F[G.t_end + m * MF] < INF:
             return False
-        as_i32(I)[G.send_waiter + m] = r
+        as_i32(I)[G.send_waiter + m * MJ] = r
     else:
         F[R.ovh_due + r * RF] += F[M.o_recv + per_msg(M, FC_O_RECV, m)]   # paid once received
-        if F[G.t_end + m] < INF:
+        if F[G.t_end + m * MF] < INF:
             return False
-        as_i32(I)[G.recv_waiter + m] = r
+        as_i32(I)[G.recv_waiter + m * MJ] = r
     I[R.pending + r * RI] += 1
     return True

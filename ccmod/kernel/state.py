@@ -82,6 +82,14 @@ RANK_F = ("t_block", "finish", "comp_end", "comp_start", "hfree", "handler_tot",
 RankRec = namedtuple("RankRec", "irec frec")
 MsgSt = namedtuple("MsgSt", "t_post_send t_post_recv t_start t_end send_waiter recv_waiter "
                             "am_waiter bott nic_next refs ret")
+#: a message slot's times side by side, a record of ``MF`` float64 words in ``F`` (two
+#: slots to a cache line: the records are 32-byte aligned), and its waiters, ``MJ`` int32
+#: elements of ``I``: slot m's end at ``F[G.t_end + m * MF]``. A message's post, start,
+#: end and wake-up read one line of each, not one per field (as the ranks', :data:`RI`)
+MF, MJ = 4, 2
+MSG_F = ("t_post_send", "t_post_recv", "t_start", "t_end")
+MSG_J = ("send_waiter", "recv_waiter")
+MsgRec = namedtuple("MsgRec", "frec jrec")
 Timers = namedtuple("Timers", "item pos t seq kind len msg free nf")
 Scalars = namedtuple("Scalars", "ks kf")
 Logs = namedtuple("Logs", "states load sig")
@@ -428,11 +436,13 @@ def msg_state(A, M, nnodes, recycle=False):
     # am_waiter is written when a request is posted, before its reply's handler reads it:
     # left zero (not filled), its pages stay untouched in a trace without active messages
     K = M if recycle else 1
+    A.align("f", MF)
+    recs = A.struct(MsgRec, frec=("f", M * MF, INF), jrec=("j", M * MJ, -1))
+    fields = {name: ("%", "f", recs.frec + k, M, MF) for k, name in enumerate(MSG_F)}
+    fields.update({name: ("%", "j", recs.jrec + k, M, MJ) for k, name in enumerate(MSG_J)})
     return A.struct(
-        MsgSt, t_post_send=("f", M, INF), t_post_recv=("f", M, INF), t_start=("f", M, INF),
-        t_end=("f", M, INF), send_waiter=("j", M, -1), recv_waiter=("j", M, -1),
-        am_waiter=("j", M, 0), bott=("j", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
-        refs=("i", K, 0), ret=("i", K, 0))
+        MsgSt, am_waiter=("j", M, 0), bott=("j", M, -1), nic_next=("f", max(nnodes, 1), 0.0),
+        refs=("i", K, 0), ret=("i", K, 0), **fields)
 
 
 Routes = namedtuple("Routes", "route_ptr route_res okey")
