@@ -215,6 +215,15 @@ def _touch(I, F, r, t):
 
 
 @leaf
+def cc_pending(I, si):
+    """Has this instant left anything for :func:`cc_flush` (``si``: the rule's scalars)?
+    Asked before calling it: with nothing pending (most instants' first change) the call
+    and its prologue are not paid."""
+    return (I[si + N_NEW] != 0 or I[si + N_DEC] != 0 or I[si + N_INC] != 0
+            or I[si + N_TCH] != 0)
+
+
+@leaf
 def cc_flush(I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
     si = cc_state(I).si

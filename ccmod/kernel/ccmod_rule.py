@@ -45,7 +45,7 @@ import numpy as np
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import CcState
-from ccmod.kernel.cc_flush import cc_flush
+from ccmod.kernel.cc_flush import cc_flush, cc_pending
 from ccmod.kernel.cc_groups import _vclock, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.cc_pairs import (N_ACTIVE, N_DEC, N_DONE, N_ETOP, N_FRESH, N_INC, N_NEW,
                                    N_PF, N_SI, N_TCH, _mark, _others_add, _others_del, defer,
@@ -215,7 +215,8 @@ def cc_at(I, F, t):
     """Changes at a new instant: settle those of the previous one first."""
     S = cc_state(I)
     if t != F[S.sf]:
-        cc_flush(I, F)
+        if cc_pending(I, S.si):
+            cc_flush(I, F)
         F[S.sf] = t
 
 
@@ -283,7 +284,8 @@ def cc_pop_due(I, F, t, bott_out):
     many; the caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
     J = as_i32(I)
     S = cc_state(I)
-    cc_flush(I, F)
+    if cc_pending(I, S.si):
+        cc_flush(I, F)
     F[S.sf] = t
     nd = 0
     while I[S.ev_len] > 0 and F[S.ev_t + I[S.ev_item]] <= t:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from numba import types
 
-from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, N_NEW, N_TCH, cc_end, cc_flush, cc_pop_due,
+from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, cc_end, cc_flush, cc_pending, cc_pop_due,
                                      cc_set_free, cc_start)
 from ccmod.kernel.codes import SG_MSGSTART
 from ccmod.kernel.compiled import (cc_state, kernel_jit, kernel_jit_by_type, mm_state, msg_in,
@@ -49,8 +49,7 @@ def _cc_start(C, L, I, F, m, t, work):
 
 def _cc_next(C, I, F):
     CS = cc_state(I)
-    si = CS.si
-    if I[si + N_NEW] != 0 or I[si + N_DEC] != 0 or I[si + N_INC] != 0 or I[si + N_TCH] != 0:
+    if cc_pending(I, CS.si):
         cc_flush(I, F)
     return F[CS.ev_t + I[CS.ev_item]] if I[CS.ev_len] > 0 else INF
 
