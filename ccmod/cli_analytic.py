@@ -205,6 +205,10 @@ def register(app: typer.Typer) -> None:
                                  iterations=iterations)
             emit(rep, json_, lambda: ccd.lines(rep))
             return
+        from ccmod.netsys.networks import check_network
+        from ccmod.workloads import check_trace_path
+        check_trace_path(trace)       # a wrong path or network fails before pandas is imported
+        check_network(network, cost)
         from ccmod.analytic import crosscheck as cc
         from ccmod.options import RunOptions
         opts = RunOptions(sharing=sharing, send_mode=send_mode, compute_rate=compute_rate,

@@ -108,6 +108,9 @@ def register(app: typer.Typer) -> None:
                                   hint="valid: s, ms, us, ns")
         if ref_hops < 0:
             raise CcmodInputError("--ref-hops must be >= 0", source="--ref-hops")
+        _check_before_fit(from_trace, breakpoints, max_segments, packet_size, per_hop_latency,
+                          (quantile, min_messages, bins_per_decade, message_time),
+                          [*(stream or ()), *(intra or ()), *(intra_aggregate or ())])
         opts = ReadOptions(size_col=size_col, time_col=time_col, time_unit=time_unit,
                            round_trip=round_trip, benchmark=benchmark, processes=processes,
                            raw_size=raw_size)
@@ -176,6 +179,25 @@ def register(app: typer.Typer) -> None:
             typer.echo("(no model written: add -o model.json)")
         if plot is not None:
             typer.echo(f"wrote {plot}")
+
+
+def _check_before_fit(from_trace, breakpoints, max_segments, packet_size, per_hop_latency,
+                      envelope, extra_files) -> None:
+    """The options' values and the extra input files, checked before the fit reads the inputs
+    and imports scikit-learn (~1-2 s): a bad option or a missing file fails at once."""
+    from ccmod.netsys.fit_math import check_params
+    from ccmod.netsys.fit_report import parse_breakpoints
+    from ccmod.netsys.pingpong import read_text
+    parse_breakpoints(breakpoints)
+    check_params(max_segments, packet_size, per_hop_latency)
+    if from_trace:
+        from ccmod.fit_trace import check_message_time
+        from ccmod.netsys.fit_envelope import _check
+        *bins, message_time = envelope
+        _check(*bins)
+        check_message_time(message_time)
+    for f in extra_files:
+        read_text(f)        # small benchmark outputs: missing, a folder, empty or binary
 
 
 def _untimed_trace_instead(files) -> None:

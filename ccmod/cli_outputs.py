@@ -47,11 +47,13 @@ def register(app: typer.Typer) -> None:
         json_: bool = JSON_OPT,
     ):
         """Write one self-contained interactive HTML report of a run directory."""
-        from ccmod.outputs.parquet import load_result
-        from ccmod.outputs.report import build_report, write_static
+        from ccmod.outputs.run_dir import read_run_summary
         out = output if output is not None else Path(run_dir) / "report.html"
         levels = parse_levels(background_levels)
         knee = parse_knee_runs(knee_run)
+        read_run_summary(run_dir)       # a wrong folder fails before pandas is imported
+        from ccmod.outputs.parquet import load_result
+        from ccmod.outputs.report import build_report, write_static
         if knee and not levels:
             levels = sorted(knee)
         result = load_result(run_dir)

@@ -139,6 +139,8 @@ def register(app: typer.Typer) -> None:
                           intra_latency_s=intra_latency, intra_bandwidth_Bps=intra_bandwidth)
         if window is not None and not stream:
             raise CcmodInputError("--window needs --stream", source="--window")
+        from ccmod.netsys.networks import check_network
+        check_network(network, opts.cost)     # a typo fails before the trace is read
         if stream:
             from ccmod.streaming import check_stream_options
             from ccmod.workloads.parquet_stream import open_stream_source
@@ -165,6 +167,9 @@ def register(app: typer.Typer) -> None:
         if sinks and out_dir is None:
             raise CcmodInputError("sinks write files: give --out DIR", source="--sink")
         stale = _files_in(out_dir) + (_files_in(report) if report not in (None, out) else [])
+        from ccmod.atomic import ensure_dir
+        for d in {out_dir, report} - {None}:
+            ensure_dir(d)             # an unwritable folder fails before the run, not after
         prog, cb = progress_bar(w.nrecords, "evaluating", "records", enabled=progress and not json_,
                                 min_total=50_000)
         if stream:

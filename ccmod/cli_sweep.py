@@ -159,6 +159,8 @@ def register(app: typer.Typer) -> None:
         With -o FILE the sweep is resumable: rows already in FILE are not run again and
         finished rows are written as they come.
         """
+        from ccmod.workloads import check_trace_path
+        check_trace_path(trace)       # a wrong path fails before pandas is imported
         from ccmod.sweep import output_kind, records
         from ccmod.sweep_grid import parse_grid_items, run_grid
         if output is not None:

@@ -62,6 +62,13 @@ def no_timestamps_error(path, fmt: str) -> CcmodInputError:
              "machine, or trace the run with Score-P/Extrae/DUMPI")
 
 
+def check_message_time(message_time: str) -> None:
+    """``--message-time`` is one of :data:`MESSAGE_TIMES`."""
+    if message_time not in MESSAGE_TIMES:
+        raise CcmodInputError(f"unknown message time '{message_time}'", source="--message-time",
+                              hint="valid: " + ", ".join(MESSAGE_TIMES))
+
+
 def message_samples(paths, fmt: str = "auto", *, message_time: str = "waiting",
                     waiting_fraction: float = 0.5):
     """Per-message measured times of one or more traces, pooled.
@@ -72,9 +79,7 @@ def message_samples(paths, fmt: str = "auto", *, message_time: str = "waiting",
     :meth:`workloads.msgtimes.MessageTimes.quiet_samples`.
     """
     from ccmod.workloads import detect_format, read_workload
-    if message_time not in MESSAGE_TIMES:
-        raise CcmodInputError(f"unknown message time '{message_time}'", source="--message-time",
-                              hint="valid: " + ", ".join(MESSAGE_TIMES))
+    check_message_time(message_time)
     xs, ts, same, fmts = [], [], [], []
     counts: dict = {}
     for p in paths:

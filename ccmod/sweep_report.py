@@ -19,17 +19,18 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ccmod.errors import CcmodInputError
 
 
 def read_results(path) -> pd.DataFrame:
     """The sweep table from ``.parquet`` or ``.csv``."""
-    from ccmod.sweep import output_kind
     path = Path(path)
     if not path.exists():
         raise CcmodInputError("sweep results not found", source=os.fspath(path))
+    import pandas as pd     # here: a wrong path fails without importing it (~0.7 s)
+
+    from ccmod.sweep import output_kind
     try:
         return pd.read_parquet(path) if output_kind(path) == "parquet" else pd.read_csv(path)
     except CcmodInputError:
@@ -86,6 +87,7 @@ def _band_figure(x_labels, xs, groups, ylabel, title, dashed=None):
 
 
 def _cell_text(v) -> str:
+    import pandas as pd
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if isinstance(v, float):
@@ -96,8 +98,8 @@ def _cell_text(v) -> str:
 def sweep_report(results, out_html) -> Path:
     """Write the HTML report of the sweep table ``results`` to ``out_html`` (atomically)."""
     from ccmod.atomic import atomic_write_text
-    from ccmod.sweep import RESULT_COLUMNS
     df = read_results(results)
+    from ccmod.sweep import RESULT_COLUMNS
     if "makespan_s" not in df.columns:
         raise CcmodInputError("not a ccmod sweep table (no makespan_s column)",
                               source=os.fspath(results))
@@ -143,6 +145,7 @@ def sweep_report(results, out_html) -> Path:
         if "background" in ok.columns:
             level = ok["background"].map(_bg_level)
         else:
+            import pandas as pd
             level = pd.Series(0.0, index=ok.index)
         good = ok[np.isfinite(level.to_numpy(float)) & ok["knee_pps"].notna()]
         lv = level[good.index]

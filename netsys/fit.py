@@ -22,8 +22,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from ccmod.errors import CcmodInputError
 from ccmod.netsys.cost import PiecewiseLinearCost
-from ccmod.netsys.fit_math import (SizeStats, choose_segments, fixed_segments, joint_monotone_fit,
-                             loo_predictions)
+from ccmod.netsys.fit_math import (SizeStats, check_params, choose_segments, fixed_segments,
+                                   joint_monotone_fit, loo_predictions)
 
 #: iteratively reweighted least squares rounds at most (usually 3-8 are needed)
 MAX_IRLS = 15
@@ -192,19 +192,8 @@ class PiecewiseLinearFit(RegressorMixin, BaseEstimator):
         return float(np.sum(np.where(a <= c, 0.5 * a * a, c * (a - 0.5 * c))))
 
     def _check_params(self):
-        if not (isinstance(self.max_segments, (int, np.integer)) and self.max_segments >= 1):
-            raise CcmodInputError(f"max_segments must be an integer >= 1, got {self.max_segments!r}",
-                                  source="--max-segments")
-        if not (isinstance(self.min_sizes_per_segment, (int, np.integer))
-                and self.min_sizes_per_segment >= 2):
-            raise CcmodInputError("min_sizes_per_segment must be >= 2")
-        if self.packet_size is not None and not (float(self.packet_size) >= 0):
-            raise CcmodInputError(f"packet size must be >= 0, got {self.packet_size}",
-                                  source="--packet-size")
-        if not (np.isfinite(self.per_hop_latency_s) and self.per_hop_latency_s >= 0):
-            raise CcmodInputError("per-hop latency must be >= 0 seconds", source="--per-hop-latency")
-        if not (self.huber_c > 0):
-            raise CcmodInputError("huber_c must be > 0")
+        check_params(self.max_segments, self.packet_size, self.per_hop_latency_s,
+                     self.min_sizes_per_segment, self.huber_c)
 
     def _fit_hops(self, x, y, hops):
         """Fixed-effects estimate of the per-hop latency, then refer times to ref_hops."""

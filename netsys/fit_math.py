@@ -20,6 +20,27 @@ SLOPE_FLOOR = 1e-7
 RSS_FLOOR = 1e-10
 
 
+def check_params(max_segments=4, packet_size=None, per_hop_latency_s=0.0,
+                 min_sizes_per_segment=2, huber_c=1.345) -> None:
+    """Check a fit's parameters (:class:`netsys.fit.PiecewiseLinearFit`'s), naming the option.
+
+    Here, not in ``netsys.fit``: ``ccmod fit`` checks its options before it reads the inputs
+    and imports scikit-learn (~1-2 s), so a bad one fails at once.
+    """
+    if not (isinstance(max_segments, (int, np.integer)) and max_segments >= 1):
+        raise CcmodInputError(f"max_segments must be an integer >= 1, got {max_segments!r}",
+                              source="--max-segments")
+    if not (isinstance(min_sizes_per_segment, (int, np.integer)) and min_sizes_per_segment >= 2):
+        raise CcmodInputError("min_sizes_per_segment must be >= 2")
+    if packet_size is not None and not (float(packet_size) >= 0):
+        raise CcmodInputError(f"packet size must be >= 0, got {packet_size}",
+                              source="--packet-size")
+    if not (np.isfinite(per_hop_latency_s) and per_hop_latency_s >= 0):
+        raise CcmodInputError("per-hop latency must be >= 0 seconds", source="--per-hop-latency")
+    if not (huber_c > 0):
+        raise CcmodInputError("huber_c must be > 0")
+
+
 class SizeStats:
     """Samples grouped by distinct size, with the relative-error weights.
 

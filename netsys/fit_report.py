@@ -8,14 +8,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ccmod.errors import CcmodInputError
 from ccmod.jsonio import jsonable
 from ccmod.netsys.cost import PiecewiseLinearCost
-from ccmod.netsys.fit import PiecewiseLinearFit
+from ccmod.netsys.fit_math import check_params
 from ccmod.netsys.pingpong import Measurements, ReadOptions, detect_format, read_measurements, read_text
+
+if TYPE_CHECKING:   # scikit-learn (~1-2 s to import) only once the inputs are read and checked
+    from ccmod.netsys.fit import PiecewiseLinearFit
 
 
 @dataclass
@@ -290,9 +294,11 @@ def fit_measurements(ms, hop_list, src: str, *, breakpoints="auto", packet_size=
     if len(kinds) > 1:
         warnings.append("inputs mix ping-pong latencies and bandwidth-test times: they measure "
                         "different things")
-    est = PiecewiseLinearFit(breakpoints=parse_breakpoints(breakpoints), packet_size=packet_size,
-                             max_segments=max_segments, robust=robust, ref_hops=ref_hops,
-                             per_hop_latency_s=per_hop_latency_s)
+    bps = parse_breakpoints(breakpoints)
+    check_params(max_segments, packet_size, per_hop_latency_s)
+    from ccmod.netsys.fit import PiecewiseLinearFit
+    est = PiecewiseLinearFit(breakpoints=bps, packet_size=packet_size, max_segments=max_segments,
+                             robust=robust, ref_hops=ref_hops, per_hop_latency_s=per_hop_latency_s)
     hops_arg = h if len(set(hop_list)) > 1 or hop_list[0] != ref_hops else None
     est.fit(x, y, hops=hops_arg)
     if breakpoints in ("auto", None) and packet_size is None:

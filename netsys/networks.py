@@ -55,24 +55,16 @@ def make_network(spec: str, nodes_needed: int | None,
         Unknown network (lists valid names), unknown or invalid parameter (names it and the
         valid ones), a network too small for the run, or a bad cost file / background.
     """
-    name, raw = parse_spec(str(spec), source=SRC)
-    raw, common = split_common(raw)
-    nic = parse_common(common)
-    entry = NETWORKS.get(name, source=SRC)
-    factory = entry.factory
-    values = NETWORKS.convert(name, raw, source=SRC, defaults=True)
+    name, entry, values, nic = _parse(spec)
     need = None if nodes_needed is None else int(nodes_needed)
-    net = factory(nodes_needed=need, **values)
+    net = entry.factory(nodes_needed=need, **values)
     if not isinstance(net, Network):
         raise CcmodInputError(f"network plugin '{name}' did not build a netsys Network",
                               source=SRC)
     if need is not None and net.nnodes < need:
         raise CcmodInputError(f"network '{name}' has {net.nnodes} nodes but the run needs {need}",
                               source=SRC, hint="use a bigger network or --map")
-    model = None
-    if cost is not None and not (isinstance(cost, str) and cost.strip().lower() in
-                                 ("none", "default")):
-        model = load_cost(cost)
+    model = None if _default_cost(cost) else load_cost(cost)
     if nic["nic_bandwidth"] is None and (nic["duplex"] != "none" or nic["connection"] != "none"):
         # a model fitted on multi-pair streams knows the node's NIC rate
         nic["nic_bandwidth"] = getattr(model, "nic_bandwidth_Bps", None)
@@ -87,6 +79,30 @@ def make_network(spec: str, nodes_needed: int | None,
     if background is not None:
         net.set_background(background)
     return net
+
+
+def _parse(spec: str):
+    """``(name, registry entry, typed parameters, NIC parameters)`` of a network spec."""
+    name, raw = parse_spec(str(spec), source=SRC)
+    raw, common = split_common(raw)
+    nic = parse_common(common)
+    entry = NETWORKS.get(name, source=SRC)
+    return name, entry, NETWORKS.convert(name, raw, source=SRC, defaults=True), nic
+
+
+def _default_cost(cost) -> bool:
+    return cost is None or (isinstance(cost, str) and cost.strip().lower() in ("none", "default"))
+
+
+def check_network(spec: str, cost: str | os.PathLike | CostModel | None = None) -> None:
+    """Check a network spec (name, parameters) and its ``--cost`` without building anything.
+
+    What :func:`make_network` checks before it needs the run's size: ``ccmod run`` calls it
+    before reading the trace and loading the compiled kernels, so a typo fails at once.
+    """
+    _parse(spec)
+    if not _default_cost(cost):
+        load_cost(cost)
 
 
 def load_cost(cost: str | os.PathLike | CostModel) -> CostModel:

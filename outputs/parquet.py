@@ -26,7 +26,6 @@ run.json               ``RunResult.summary()`` plus nranks, packet size, options
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +39,7 @@ from ccmod.jsonio import dumps
 from ccmod.outputs.base import ALL_STATE_NAMES, STATE_IDLE, STATE_NAMES, Sink
 from ccmod.outputs.intervals import idle_gaps, state_codes
 from ccmod.outputs.registry import SINKS
+from ccmod.outputs.run_dir import HINT, read_run_summary
 from ccmod.outputs.tables import columns, dictionary_columns
 
 _STATE_DICT = pa.array(list(ALL_STATE_NAMES), pa.string())
@@ -180,26 +180,6 @@ def _read(path: Path) -> pd.DataFrame | None:
                               hint="re-run with --out DIR to rewrite it") from None
 
 
-#: numeric run.json fields the loader uses, and whether they must be whole numbers
-_NUMERIC_FIELDS = {"makespan_s": False, "packet_size_bytes": True, "background_level": False,
-                   "nranks": True}
-
-
-def _check_summary(summary: dict, path: Path) -> None:
-    """Fail with one line on a run.json whose numeric fields are not finite numbers."""
-    for key, whole in _NUMERIC_FIELDS.items():
-        v = summary.get(key)
-        if v is None:
-            continue
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v >= 0
-        if ok and whole:
-            ok = float(v).is_integer()
-        if not ok:
-            raise CcmodInputError(f"field '{key}' is {v!r}, not a finite non-negative "
-                                  f"{'whole number' if whole else 'number'}", source=str(path),
-                                  hint="re-run with --out DIR to rewrite the run directory")
-
-
 def _need(df, cols, path: Path) -> None:
     missing = sorted(set(cols) - set(df.columns))
     if missing:
@@ -216,24 +196,11 @@ def load_result(run_dir):
         When the directory is missing, is not a ccmod run directory, or a table is bad.
     """
     from ccmod.result import RunResult
+    summary = read_run_summary(run_dir)
     d = Path(run_dir)
-    hint = "write one with: ccmod run TRACE --out DIR"
-    if not d.is_dir():
-        raise CcmodInputError("run directory not found", source=str(d), hint=hint)
-    if not (d / "run.json").exists():
-        raise CcmodInputError("not a ccmod run directory (no run.json)", source=str(d),
-                              hint=hint)
-    try:
-        summary = json.loads((d / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CcmodInputError(f"cannot read run.json: {exc}", source=str(d / "run.json"),
-                              hint=hint) from None
-    if not isinstance(summary, dict):
-        raise CcmodInputError("run.json is not a JSON object", source=str(d / "run.json"))
-    _check_summary(summary, d / "run.json")
     msgs = _read(d / "messages.parquet")
     if msgs is None:
-        raise CcmodInputError("messages.parquet is missing", source=str(d), hint=hint)
+        raise CcmodInputError("messages.parquet is missing", source=str(d), hint=HINT)
     _need(msgs, ("src", "dst", "nbytes", "t_start_s", "t_end_s"), d / "messages.parquet")
     states = _read(d / "rank_states.parquet")
     if states is not None:

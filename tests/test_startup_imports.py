@@ -142,3 +142,55 @@ def test_numba_still_finds_the_blas_without_scipy_linalg():
     assert not got["stand_in_left"]
     if got["scipy"]:
         assert got["dot"] == 5.0
+
+
+_ERRORS_PROBE = """
+import contextlib, io, json, sys
+from ccmod.cli import main
+HEAVY = %r
+out = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+    out.append({"argv": argv, "code": code, "err": err.getvalue(),
+                "heavy": [m for m in HEAVY if m in sys.modules]})
+print(json.dumps(out))
+""" % (HEAVY + ("sklearn", "scipy", "numba"),)
+
+
+def test_bad_input_fails_before_heavy_imports(tmp_path):
+    # a missing file or a bad option gets its one line and exit code 2 before scikit-learn,
+    # scipy, pandas, pyarrow or numba are imported (each ~0.3-2 s): in one fresh
+    # interpreter, so a module imported by any of the commands is seen after all the later
+    # ones too
+    trace = str(ROOT / "traces" / "stencil16.ti")
+    pingpong = str(ROOT / "tests" / "data" / "osu_latency.txt")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    cases = [["fit", "missing.csv"], ["fit", "--max-segments", "0", pingpong],
+             ["fit", "--breakpoints", "x", pingpong],
+             ["fit", pingpong, "--stream", str(tmp_path / "none.txt")],
+             ["run", "missing.ti"], ["run", trace, "--network", "nosuch"],
+             ["run", trace, "--network", "torus:nosuch=1"],
+             ["run", trace, "--cost", str(tmp_path / "none.json")],
+             ["run", trace, "--out", str(a_file / "sub")],
+             ["info", "missing.ti"], ["report", str(tmp_path / "none")],
+             ["sweep", "missing.ti"], ["sweep-report", "missing.parquet"],
+             ["crosscheck", "missing.ti"], ["crosscheck", trace, "--network", "nosuch"]]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", _ERRORS_PROBE, json.dumps(cases)],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert [g["argv"] for g in got] == cases
+    for g in got:
+        assert g["code"] == 2, g
+        lines = g["err"].strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ccmod: error: "), g
+    assert got[-1]["heavy"] == [], got[-1]
+    assert not (a_file / "sub").exists()

@@ -29,7 +29,8 @@ def _reader(name: str, source: str | None = None):
     return f() if isinstance(f, type) else f
 
 
-def _check_path(path) -> Path:
+def check_trace_path(path) -> Path:
+    """``path`` as a Path when it names something readable, else a one-line input error."""
     if path is None or str(path) == "":
         raise CcmodInputError("no trace file given")
     p = Path(os.fspath(path))
@@ -52,7 +53,7 @@ def detect_format(path) -> str:
     CcmodInputError
         Missing file, or no reader recognises it (the message lists valid formats).
     """
-    p = _check_path(path)
+    p = check_trace_path(path)
     matches = []
     for entry in READERS.entries():
         try:
@@ -113,7 +114,7 @@ def read_workload(path, fmt: str = "auto", *, compute_rate: float = 1e9,
         Missing/unreadable file, unknown format, bad option or bad record (one line,
         naming the file and line).
     """
-    p = _check_path(path)
+    p = check_trace_path(path)
     compute_rate = check_option("compute_rate", compute_rate)   # also SimGrid's '20kf', '1Gf'
     compute_scale = check_option("compute_scale", compute_scale)
     if isinstance(collectives, str):
