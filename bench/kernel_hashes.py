@@ -212,7 +212,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.slot_order:
         from ccmod.kernel import order
-        order.ORDER_MIN_MESSAGES = order.ORDER_MIN_RANKS = 1
+        order.ORDER_MIN_MESSAGES = order.ORDER_MIN_RANKS = order.ORDER_MIN_RANKS_MAXMIN = 1
     import warnings
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()

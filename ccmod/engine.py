@@ -273,7 +273,7 @@ class Engine:
                                       msgs.rec_msg, wait_msg, wait_side,
                                       wa_ptr, wa_msg, wa_side)
             from ccmod.kernel import order as korder
-            if M >= korder.ORDER_MIN_MESSAGES and n >= korder.ORDER_MIN_RANKS:
+            if korder.wanted(M, n, maxmin=code == 1):
                 # the kernel's slots in execution order (kernel/order.py), ids as okey;
                 # the records' messages as slots (the run puts them back: _restore_order)
                 P = self.P

@@ -20,6 +20,7 @@ def ordered(monkeypatch):
     def set_(flag):
         monkeypatch.setattr(korder, "ORDER_MIN_MESSAGES", 1 if flag else 1 << 62)
         monkeypatch.setattr(korder, "ORDER_MIN_RANKS", 1)
+        monkeypatch.setattr(korder, "ORDER_MIN_RANKS_MAXMIN", 1)
     return set_
 
 
@@ -144,3 +145,11 @@ def test_deadlock_is_described_the_same(ordered):
             run(b.build(), STAR, eager_limit_bytes=100)
         msg.append(str(e.value))
     assert msg[0] == msg[1]
+
+
+def test_wanted_by_rule():
+    """Slot order from 128 ranks under ccmod, from 512 under max-min (kernel/order.py)."""
+    M = korder.ORDER_MIN_MESSAGES
+    assert korder.wanted(M, 128) and not korder.wanted(M, 127)
+    assert not korder.wanted(M - 1, 4096)
+    assert not korder.wanted(M, 256, maxmin=True) and korder.wanted(M, 512, maxmin=True)

@@ -32,13 +32,24 @@ numba_startup()     # before any compile or cache load (ccmod.jit)
 #: the compiled walk (a few ms) would cost more than it saves
 ORDER_MIN_MESSAGES = 1 << 14
 #: fewer ranks, too: fewer messages are in flight at once, their fields fit in the caches
-#: in id order too, and the order's set-up and undoing (~0.05-0.07 s CPU at 1M records)
-#: cost about what the loop gains. Measured at 1M records (stop 25, in-process A/B, CPU
-#: medians of set-up + run, order / none): incast16 (32 ranks) 0.229 / 0.203 s, random64
-#: (64) 0.366 / 0.376 (ccmod) and 0.396 / 0.310 (max-min), incast128 (256) 0.309 / 0.290,
-#: incast512 (1024) 0.269 / 0.298, incast1024 (2048) 0.279 / 0.375
-ORDER_MIN_RANKS = 512
+#: in id order too, and the order's set-up and undoing cost about what the loop gains.
+#: Measured at 1M records under ccmod (stop 30, in process, CPU medians of 7 alternating
+#: runs, ordered / id order): Engine.run (loop and restore) incast64 (128 ranks) 0.162 /
+#: 0.224 s, incast128 (256) 0.136 / 0.199, random128 0.225 / 0.297, random256 0.294 /
+#: 0.399, but random64 0.288 / 0.279 and incast32 (64) 0.133 / 0.143 for ~0.03-0.06 s more
+#: set-up (stop 25 had set 512 when every output was put back in id order after the run)
+ORDER_MIN_RANKS = 128
+#: under max-min sharing the loop gains nothing at 128-256 ranks (random128 0.278 / 0.287 s,
+#: random256 0.459 / 0.467) and the set-up is lost: as before (stop 25)
+ORDER_MIN_RANKS_MAXMIN = 512
 
+
+
+def wanted(M, nranks, maxmin=False):
+    """Whether a whole-program run of ``M`` messages over ``nranks`` ranks runs in slot
+    order (:func:`plan`): see :data:`ORDER_MIN_RANKS`."""
+    return M >= ORDER_MIN_MESSAGES and nranks >= (ORDER_MIN_RANKS_MAXMIN if maxmin
+                                                  else ORDER_MIN_RANKS)
 
 @njit(cache=True, _nrt=False)
 def _order(mode, rank_ptr, by_len, rec_msg, kind, okey, first, op, wait_msg, wa_msg, nwa,
