@@ -17,17 +17,17 @@ assert (OP_ISEND, OP_IRECV, OP_WAIT, OP_WAITALL) == (3, 4, 5, 6)  # one range: s
 
 
 @njit(cache=True)
-def _resolve(sel_ptr, op, key, msg, pcs, wait_msg, wait_side, wa_ptr, wa_msg, wa_side, nkeys):
+def _resolve(sel_ptr, op, key, msg, pcs, wait_msg, wait_side, wa_ptr, wa_msg, wa_side, val,
+             ent_key, where):
     # The request records (isend, irecv, wait, waitall) in order, CSR by rank (sel_ptr), with
     # their op, request key (dense: one per (rank, request id)), message and record. Each
     # rank's outstanding requests, as a dict of request -> 2 m + side would hold them:
     # entries in the order posted (a waitall lists them so, and takes them all), ``where``
     # the entry of each outstanding key (-1: none); a request posted again under an
     # outstanding id keeps its entry (its value changes), as a dict's key keeps its place.
-    n = max(wa_msg.shape[0], 1)
-    val = np.empty(n, np.int64)
-    ent_key = np.empty(n, np.int64)
-    where = np.full(max(nkeys, 1), -1, np.int64)
+    # The scratch arrays (val, ent_key, where all -1) come from the caller: a compiled
+    # allocation would make loading this function from numba's cache import numba's array
+    # implementations (numba.np.arrayobj, numpy.ma: ~0.05 s of every run's start-up).
     nent = 0              # entries made so far (all ranks)
     k = 0                 # wait-list pool used
     nwa = 0
@@ -119,7 +119,9 @@ def resolve_waits(rank_ptr, op, req, rec_msg):
     key = np.zeros(len(sel), np.int64)
     keys, nkeys = _request_keys(rank_ptr, sel[is_req], sel_req[is_req])
     key[is_req] = keys
+    nent = max(len(wa_msg), 1)      # entries at most: one per isend/irecv
     bad = _resolve(sel_ptr.astype(np.int64), sel_op, key,
                    np.asarray(rec_msg)[sel].astype(np.int64), sel.astype(np.int64), wait_msg,
-                   wait_side, wa_ptr, wa_msg, wa_side, nkeys)
+                   wait_side, wa_ptr, wa_msg, wa_side, np.empty(nent, np.int64),
+                   np.empty(nent, np.int64), np.full(max(nkeys, 1), -1, np.int64))
     return int(bad), wait_msg, wait_side, wa_ptr, wa_msg, wa_side
