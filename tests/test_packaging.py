@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -31,6 +33,9 @@ def test_import_is_lazy(tmp_path):
     assert not (loaded & heavy), loaded & heavy
 
 
+# a fresh interpreter that imports the engine and runs twice (~2 s of the default run):
+# CI runs it
+@pytest.mark.slow
 def test_user_modules_named_like_the_rooms_do_not_shadow_ccmod(tmp_path):
     # a user's working directory with its own outputs.py, netsys.py and workloads/
     for name in ("outputs.py", "netsys.py"):

@@ -64,12 +64,6 @@ def _probe(*argv, as_command=False, numba_state=None):
     return p.returncode, got["heavy"], got["frozen"], p.stdout
 
 
-def _heavy_after(*argv):
-    code, heavy, _, out = _probe(*argv)
-    assert code == 0, out
-    return heavy, out
-
-
 # One fresh interpreter per way of calling the command, each checking both what it imports
 # and how it exits: the command's way (`ccmod run ... --json`, as the console script calls
 # main()) and the API's (main(argv), human summary).
@@ -89,11 +83,6 @@ def test_run_imports_no_table_or_plot_library(as_command, extra):
     # the `ccmod` command ends its process: it freezes the heap at exit instead of letting
     # the interpreter walk it; main(argv) called from Python (tests, notebooks) does not
     assert frozen is as_command
-
-
-def test_help_imports_nothing_heavy():
-    heavy, out = _heavy_after("--help")
-    assert heavy == [] and "run" in out
 
 
 def test_tables_still_come_as_dataframes():
@@ -128,6 +117,8 @@ print(json.dumps({"have_blas": am._HAVE_BLAS, "stand_in_left": stand_in_left, "l
 """
 
 
+# a compile in a fresh interpreter (~2 s of the default run): CI runs it
+@pytest.mark.slow
 def test_numba_still_finds_the_blas_without_scipy_linalg():
     # the check answers as numba's own would; the stand-in is gone; a BLAS call compiled
     # afterwards imports the real module and works
@@ -150,24 +141,24 @@ from ccmod.cli import main
 HEAVY = %r
 out = []
 for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
+    std, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(std), contextlib.redirect_stderr(err):
         try:
             main(argv)
             code = 0
         except SystemExit as exc:
             code = exc.code
-    out.append({"argv": argv, "code": code, "err": err.getvalue(),
+    out.append({"argv": argv, "code": code, "out": std.getvalue(), "err": err.getvalue(),
                 "heavy": [m for m in HEAVY if m in sys.modules]})
 print(json.dumps(out))
 """ % (HEAVY + ("sklearn", "scipy", "numba"),)
 
 
-def test_bad_input_fails_before_heavy_imports(tmp_path):
-    # a missing file or a bad option gets its one line and exit code 2 before scikit-learn,
-    # scipy, pandas, pyarrow or numba are imported (each ~0.3-2 s): in one fresh
-    # interpreter, so a module imported by any of the commands is seen after all the later
-    # ones too
+def test_help_and_bad_input_import_nothing_heavy(tmp_path):
+    # --help, then a missing file or a bad option: its one line and exit code 2 before
+    # scikit-learn, scipy, pandas, pyarrow or numba are imported (each ~0.3-2 s); in one
+    # fresh interpreter, so a module imported by any of the commands is seen after all the
+    # later ones too
     trace = str(ROOT / "traces" / "stencil16.ti")
     pingpong = str(ROOT / "tests" / "data" / "osu_latency.txt")
     a_file = tmp_path / "a_file"
@@ -183,10 +174,11 @@ def test_bad_input_fails_before_heavy_imports(tmp_path):
              ["sweep", "missing.ti"], ["sweep-report", "missing.parquet"],
              ["crosscheck", "missing.ti"], ["crosscheck", trace, "--network", "nosuch"]]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-c", _ERRORS_PROBE, json.dumps(cases)],
+    p = subprocess.run([sys.executable, "-c", _ERRORS_PROBE, json.dumps([["--help"], *cases])],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
-    got = json.loads(p.stdout.strip().splitlines()[-1])
+    helped, *got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert helped["code"] == 0 and helped["heavy"] == [] and "run" in helped["out"]
     assert [g["argv"] for g in got] == cases
     for g in got:
         assert g["code"] == 2, g
