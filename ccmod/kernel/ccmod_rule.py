@@ -144,13 +144,16 @@ def _set_count(S, I, F, r, t, delta):
     the header, for all LLVM knows) cost ~10 loads per hop."""
     c0 = I[S.count + r]
     c = c0 + delta
+    if c == 0:
+        _went_idle(S, I, F, r, t)
+        return 0
     # a second change of r at one instant (the starts and ends of an incast) integrates
     # nothing: the clock and the statistics would add exact zeros (v_at + s * 0.0 is
     # v_at, the values being >= +0.0)
     if F[S.t_at + r] != t:
-        if c0 and c:
+        if c0:
             # (idle, the share is infinite and the clock stands still; emptied, it
-            # restarts below: only a group that keeps members carries its clock on)
+            # restarts: only a group that keeps members carries its clock on)
             F[S.v_at + r] = _vclock(S, F, r, t)
         F[S.t_at + r] = t
     if F[S.t_chg + r] != t:
@@ -165,14 +168,41 @@ def _set_count(S, I, F, r, t, delta):
     # free exactly: no division for a message alone on r)
     if c == 1:
         F[S.share + r] = min(F[S.free + r], 1.0)
-    elif c > 0:
-        F[S.share + r] = min(F[S.free + r] / c, 1.0)
     else:
-        F[S.share + r] = INF
-        F[S.v_at + r] = 0.0      # empty group: restart its clock (keeps precision)
+        F[S.share + r] = min(F[S.free + r] / c, 1.0)
     if c > I[S.peak + r]:
         I[S.peak + r] = c
     return c
+
+
+@leaf
+def _went_idle(S, I, F, r, t):
+    """The last message on resource r left it at t (its count 1 -> 0): integrate its
+    statistics (its count, 1, times the time since the last change) and empty its group
+    (infinite share, the clock restarts: keeps precision). :func:`_set_count`'s end of a
+    resource, also :func:`_end_alone`'s whole work per resource."""
+    F[S.t_at + r] = t
+    if F[S.t_chg + r] != t:
+        dt = t - F[S.t_chg + r]
+        F[S.area + r] += dt
+        F[S.busy + r] += dt
+        F[S.t_chg + r] = t
+    I[S.count + r] = 0
+    F[S.share + r] = INF
+    F[S.v_at + r] = 0.0
+
+
+@leaf
+def _join_busy(I, F, r, t):
+    """A start joins resource r, which has messages already: count it, and mark r's pairs
+    to re-key (a lower share matters only to them: without any, every message on r has
+    its bottleneck at r, or joins at the flush) and its group to re-schedule. Out of line,
+    with its own offsets: a start's common hop (r idle) does not load these."""
+    S = cc_state(I)
+    _set_count(S, I, F, r, t, 1)
+    if I[S.rp_head + r] >= 0:
+        _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
+    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
 
 
 @leaf
@@ -231,14 +261,19 @@ def cc_start(I, F, m, t, work):
         r = as_i32(I)[S.route_res + e]
         if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
             _pair_before_change(I, F, r)
-        if _set_count(S, I, F, r, t, 1) > 1:
-            if I[S.rp_head + r] >= 0:
-                # (a lower share matters only to r's pairs: without any, every message
-                # on r has its bottleneck at r, or joins at the flush)
-                _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
-            _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
-        # else r was idle: it has no pairs to re-key and its group nothing to re-schedule
-        # (a message alone on its route costs no flush work beyond its own join)
+        if I[S.count + r] == 0:
+            # r was idle (most hops of light traffic): its clocks start at t, nothing to
+            # integrate (as _set_count from 0), no pairs to re-key, its group nothing to
+            # re-schedule (a message alone on its route costs no flush work beyond its
+            # own join)
+            I[S.count + r] = 1
+            F[S.t_at + r] = t
+            F[S.t_chg + r] = t
+            F[S.share + r] = min(F[S.free + r], 1.0)
+            if I[S.peak + r] < 1:
+                I[S.peak + r] = 1
+        else:
+            _join_busy(I, F, r, t)
     k = I[S.si + N_NEW]
     I[S.new_m + k] = m
     F[S.new_w + k] = work
@@ -363,21 +398,12 @@ def _end_alone(I, F, m, t):
     """:func:`cc_end` of a message alone on its whole route (``lone`` on its resources:
     one is, all are), most ends of light traffic: with its own offsets, a few, not the
     ~25 of the general end's pairs, marks and checks. Each resource had m alone (count
-    1): it goes idle, as :func:`cc_set_count` would make it from 1 to 0 (nothing to
-    unpair, mark or check: m had no pair nor deferred entry)."""
+    1): it goes idle (:func:`_went_idle`, as :func:`_set_count` from 1 to 0), with nothing
+    to unpair, mark or check: m had no pair nor deferred entry."""
     S = cc_state(I)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         I[S.lone + r] = -1
-        if F[S.t_at + r] != t:
-            F[S.t_at + r] = t
-        if F[S.t_chg + r] != t:
-            dt = t - F[S.t_chg + r]
-            F[S.area + r] += dt        # (its count, 1, times dt)
-            F[S.busy + r] += dt
-            F[S.t_chg + r] = t
-        I[S.count + r] = 0
-        F[S.share + r] = INF
-        F[S.v_at + r] = 0.0      # empty group: restart its clock (as cc_set_count)
+        _went_idle(S, I, F, r, t)
     entries_give(S, I, m)
     I[S.si + N_ACTIVE] -= 1
