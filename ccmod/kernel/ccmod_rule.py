@@ -375,10 +375,20 @@ def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     S = cc_state(I)
     e0 = I[S.route_ptr + m]
+    # (each path with its own offsets: loaded here, the shared end's ~25 were paid by
+    # every end, most of which are lone in light traffic)
     if e0 < I[S.route_end + m] and I[S.lone + as_i32(I)[S.route_res + e0]] >= 0:
         _end_alone(I, F, m, t)
-        return
-    d = as_i32(I)[S.e_base + m] - e0      # route entry -> entry slot
+    else:
+        _end_shared(I, F, m, t)
+
+
+@leaf
+def _end_shared(I, F, m, t):
+    """:func:`cc_end` of a message that shared a resource on its route: leave its pairs
+    and deferrals, count each resource down, mark what may change at the flush."""
+    S = cc_state(I)
+    d = as_i32(I)[S.e_base + m] - I[S.route_ptr + m]     # route entry -> entry slot
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         _others_del(S, I, F, r, e + d)
@@ -390,7 +400,6 @@ def cc_end(I, F, m, t):
         # group and marked it), nothing to check or re-schedule
     entries_give(S, I, m)
     I[S.si + N_ACTIVE] -= 1
-
 
 
 @leaf
