@@ -259,13 +259,11 @@ def cc_start(I, F, m, t, work):
     as_i32(I)[S.e_base + m] = -1          # no entry slots yet (cc_pairs)
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
-        if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
-            _pair_before_change(I, F, r)
         if I[S.count + r] == 0:
             # r was idle (most hops of light traffic): its clocks start at t, nothing to
             # integrate (as _set_count from 0), no pairs to re-key, its group nothing to
             # re-schedule (a message alone on its route costs no flush work beyond its
-            # own join)
+            # own join), no entry left unpaired (lone, deferred: an active message's)
             I[S.count + r] = 1
             F[S.t_at + r] = t
             F[S.t_chg + r] = t
@@ -273,6 +271,8 @@ def cc_start(I, F, m, t, work):
             if I[S.peak + r] < 1:
                 I[S.peak + r] = 1
         else:
+            if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
+                _pair_before_change(I, F, r)
             _join_busy(I, F, r, t)
     k = I[S.si + N_NEW]
     I[S.new_m + k] = m
@@ -392,7 +392,7 @@ def _end_shared(I, F, m, t):
     for e in range(I[S.route_ptr + m], I[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         _others_del(S, I, F, r, e + d)
-        if cc_set_count(I, F, r, t, -1) > 0:
+        if _set_count(S, I, F, r, t, -1) > 0:
             if _may_leave(S, I, F, r):
                 _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
             _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
