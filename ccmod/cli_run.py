@@ -16,6 +16,15 @@ from ccmod.errors import CcmodInputError
 from ccmod.progress import progress_bar
 
 
+def _remove_if_empty(folders) -> None:
+    """Remove each folder of ``folders`` that exists and is empty (deepest first)."""
+    for d in sorted(set(folders), key=lambda p: len(p.parts), reverse=True):
+        try:
+            d.rmdir()                 # fails, harmlessly, when something is inside
+        except OSError:
+            pass
+
+
 def _files_in(folder) -> list:
     """Files already in an output folder (to tell the user about leftovers)."""
     if folder is None or not Path(folder).is_dir():
@@ -168,6 +177,8 @@ def register(app: typer.Typer) -> None:
             raise CcmodInputError("sinks write files: give --out DIR", source="--sink")
         stale = _files_in(out_dir) + (_files_in(report) if report not in (None, out) else [])
         from ccmod.atomic import ensure_dir
+        made = [a for d in {out_dir, report} - {None}
+                for a in [Path(d).absolute(), *Path(d).absolute().parents] if not a.exists()]
         for d in {out_dir, report} - {None}:
             ensure_dir(d)             # an unwritable folder fails before the run, not after
         prog, cb = progress_bar(w.nrecords, "evaluating", "records", enabled=progress and not json_,
@@ -188,6 +199,9 @@ def register(app: typer.Typer) -> None:
         try:
             result = run_(w, network, opts, sinks=sinks, out_dir=out_dir, progress=cb,
                           bounds=bounds)
+        except BaseException:
+            _remove_if_empty(made)    # a failed run leaves no empty folder of its own behind
+            raise
         finally:
             if prog is not None:
                 prog.stop()

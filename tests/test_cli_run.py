@@ -115,6 +115,16 @@ def test_deadlock_exit_2_lists_blocked_ranks(tmp_path):
     assert "rank 0" in line and "rank 1" in line
 
 
+def test_failed_run_leaves_no_empty_folder_of_its_own(tmp_path):
+    p = write(tmp_path, "0 recv 1 10\n0 send 1 10\n1 recv 0 10\n1 send 0 10\n")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    one_line_error(ccmod("run", p, "--out", tmp_path / "new" / "out"), "deadlock")
+    one_line_error(ccmod("run", p, "--report", kept), "deadlock")
+    assert not (tmp_path / "new").exists()      # created for the run, removed with its parent
+    assert kept.is_dir()                        # the user's own folder stays
+
+
 @pytest.mark.parametrize("args,needles", [
     (["--network", "nosuch"], ["unknown network", "star"]),
     (["--network", "star:bandwith=1e9"], ["bandwith", "bandwidth"]),
