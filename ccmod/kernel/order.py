@@ -44,12 +44,12 @@ ORDER_MIN_RANKS = 128
 ORDER_MIN_RANKS_MAXMIN = 512
 
 
-
 def wanted(M, nranks, maxmin=False):
     """Whether a whole-program run of ``M`` messages over ``nranks`` ranks runs in slot
     order (:func:`plan`): see :data:`ORDER_MIN_RANKS`."""
     return M >= ORDER_MIN_MESSAGES and nranks >= (ORDER_MIN_RANKS_MAXMIN if maxmin
                                                   else ORDER_MIN_RANKS)
+
 
 @njit(cache=True, _nrt=False)
 def _order(mode, rank_ptr, by_len, rec_msg, kind, okey, first, op, wait_msg, wa_msg, nwa,
