@@ -192,9 +192,9 @@ def _check_before_fit(from_trace, breakpoints, max_segments, packet_size, per_ho
     check_params(max_segments, packet_size, per_hop_latency)
     if from_trace:
         from ccmod.fit_trace import check_message_time
-        from ccmod.netsys.fit_envelope import _check
+        from ccmod.netsys.fit_envelope import check_envelope_options
         *bins, message_time = envelope
-        _check(*bins)
+        check_envelope_options(*bins)
         check_message_time(message_time)
     for f in extra_files:
         read_text(f)        # small benchmark outputs: missing, a folder, empty or binary

@@ -88,7 +88,9 @@ class EnvelopeBins:
         return out
 
 
-def _check(quantile, min_messages, bins_per_decade):
+def check_envelope_options(quantile, min_messages, bins_per_decade):
+    """Fail with one line on an envelope option out of range (the fit and ``ccmod fit`` call it
+    before reading the inputs)."""
     if not 0.0 <= float(quantile) < 1.0:
         raise CcmodInputError(f"quantile must be in [0, 1), got {quantile}", source="--quantile",
                               hint="a low quantile such as 0.05 or 0.1")
@@ -122,7 +124,7 @@ def lower_envelope(nbytes, time_s, *, quantile: float = QUANTILE,
     -------
     EnvelopeBins
     """
-    _check(quantile, min_messages, bins_per_decade)
+    check_envelope_options(quantile, min_messages, bins_per_decade)
     x = np.asarray(nbytes, dtype=np.int64).ravel()
     t = np.asarray(time_s, dtype=float).ravel()
     if x.size != t.size:
