@@ -72,9 +72,9 @@ _ARENA_INPUTS = (("quiet_s", "quiet"), ("latency_s", "latency"), ("o_send_s", "o
 
 
 def _detach_inputs(msgs, arena):
-    """Take from ``msgs`` the fields the arena holds copies of (same shape, and the same
-    dtype or a narrower integer one, :data:`_ARENA_INPUTS`): the arena's list of
-    inputs is then their only holder, so each is freed as soon as it is copied in (never
+    """Take from ``msgs`` the fields the arena holds copies of (same shape, the same dtype
+    or a narrower integer one, or any into an int32 field: checked as copied in, as
+    ``route_ptr``): the arena's inputs then hold them alone, each freed once copied in (never
     two copies at the peak). Returns ``{name: dtype}`` of them, for :func:`_share_inputs`.
     ``msgs`` lacks them until then."""
     from ccmod.kernel.state import CONST_INPUTS, MsgIn
@@ -89,7 +89,7 @@ def _detach_inputs(msgs, arena):
             continue             # n 1: a float input held once (CONST_INPUTS)
         want = np.dtype({"i": np.int64, "j": np.int32, "f": np.float64}[kind])
         if a.dtype == want or (kind in "ij" and a.dtype.kind == "i" and
-                               a.dtype.itemsize < want.itemsize):
+                               (a.dtype.itemsize < want.itemsize or kind == "j")):
             setattr(msgs, name, None)
             out[name] = a.dtype
     return out
@@ -99,7 +99,7 @@ def _share_inputs(msgs, views, names):
     """Point ``msgs``' fields ``names`` (``{name: dtype}``) at the kernel's read-only
     copies of them (``views``, numpy views of the arena): one copy of each in memory, not
     two. The kernel never writes its message inputs; the views are made read-only to keep
-    it so. A widened field's own dtype is kept in ``msgs.widened`` (:func:`message_column`).
+    it so. A field held in another dtype keeps its own in ``msgs.widened`` (message_column).
     """
     from ccmod.kernel.state import CONST_INPUTS
     widened = getattr(msgs, "widened", None) or {}
@@ -351,7 +351,7 @@ class Engine:
                 o_recv=("f", S, _zeros_like_msgs(msgs, "o_recv_s")),
                 unshared=("j", S, self._unshared), kind=("j", S, msgs.kind),
                 handler_s=("f", S, msgs.handler_s), flow_cap=("f", S, msgs.flow_cap_Bps),
-                eager=("j", S, self._eager), route_ptr=("i", S + 1, rp),
+                eager=("j", S, self._eager), route_ptr=("j", S + 1, rp),
                 route_res=("j", len(rr), rr), route_end=("+", "route_ptr", 1, S),
                 # no order keys out of slot order: the ids break the ties (heaps.order_key)
                 okey=("v", -1) if okey is None else ("i", S, okey),

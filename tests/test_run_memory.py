@@ -80,7 +80,8 @@ def test_engine_shares_widened_message_inputs_and_tables_keep_their_dtypes():
     w = load_workload(TRACES / "ring16.ti")
     net = load_network(STAR, w.nranks)
     m = compile_messages(w, net, np.arange(w.nranks), "ccmod", 0.0, 1e9)
-    before = {c: getattr(m, c).copy() for c in ("src", "dst", "kind", "route_res")}
+    before = {c: getattr(m, c).copy() for c in ("src", "dst", "kind", "route_res",
+                                                 "route_ptr")}
     eng = Engine(w, m, net.nresources, net.resource_capacity_Bps(),
                  np.zeros(net.nresources), record=False)
     for c, a in before.items():
@@ -91,6 +92,33 @@ def test_engine_shares_widened_message_inputs_and_tables_keep_their_dtypes():
     r = run(TRACES / "ring16.ti", STAR, record=False)
     assert r.column("messages", "src").dtype == before["src"].dtype
     assert r.routes.res.dtype == before["route_res"].dtype
+    # route_ptr: int64 from compile_messages, held as int32 by the kernel, int64 again out
+    assert before["route_ptr"].dtype == np.int64 and r.routes.ptr.dtype == np.int64
+
+
+def test_ids_past_int32_are_refused_in_one_line(monkeypatch, tmp_path):
+    # route offsets (route_ptr), a group member's position (g_pos) and the ids are int32
+    # fields of the kernel: a run that would overflow them is refused, checked directly
+    # (no huge input) ...
+    from ccmod.errors import CcmodInputError
+    from ccmod.kernel import state
+    state.check_ids(2**31 - 1, 2**31 - 2, 2**31 - 1)        # the largest that fit
+    for args, what in (((2**31, 1, 1), "2147483648 route entries"),
+                       ((1, 2**31 - 1, 1), "2147483647 messages"),
+                       ((1, 1, 2**31), "2147483648 resources")):
+        with pytest.raises(CcmodInputError, match=what) as exc:
+            state.check_ids(*args)
+        assert exc.value.exit_code == 2 and "--stream" in str(exc.value)
+        assert "\n" not in str(exc.value)
+    # ... and, with the limit lowered, on the command line under both rules: one line, exit 2
+    from conftest import run_cli
+    monkeypatch.setattr(state, "_I32_MAX", 10)
+    for sharing in ("ccmod", "maxmin"):
+        res = run_cli("run", TRACES / "ring16.ti", "--network", STAR, "--sharing", sharing,
+                      "--json", "--out", tmp_path / sharing)
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert res.returncode == 2 and len(lines) == 1 and "Traceback" not in res.stderr
+        assert "one run holds at most 10" in lines[0] and "--stream" in lines[0]
 
 
 def test_run_view_holds_all_zero_durations_in_untouched_pages():

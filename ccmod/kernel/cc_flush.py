@@ -32,7 +32,7 @@ def _best(S, I, F, m, exclude):
     """(min share, resource) over m's route, optionally excluding one resource."""
     best = INF
     br = -1
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         if r != exclude:
             s = F[S.share + r]
@@ -49,7 +49,7 @@ def _best_alone(S, I, F, m):
     best = INF
     br = -1
     alone = True
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         s = F[S.share + r]
         if s < best or (s == best and r < br):
@@ -75,7 +75,7 @@ def _join_alone(I, F, m, r, t, remaining):
     vfin = vc + remaining
     F[S.vfin + m] = vfin
     g_add(S, I, F, r, m)
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         I[S.lone + J[S.route_res + e]] = m
     _schedule(S, I, F, r, t, vfin - vc)
 
@@ -112,14 +112,14 @@ def _join(I, F, m, r, t, remaining, fresh):
     g_add(S, I, F, r, m)
     alone = not fresh
     if alone:
-        for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+        for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
             if I[S.count + as_i32(I)[S.route_res + e]] != 1:
                 alone = False
                 break
     else:
         entries_take(S, I, m)       # a fresh message pairs or defers: it needs entry slots
-    d = J[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+    d = J[S.e_base + m] - as_i32(I)[S.route_ptr + m]      # route entry -> entry slot
+    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r2 = J[S.route_res + e]
         if not fresh:
             _others_del(S, I, F, r2, e + d)

@@ -12,7 +12,8 @@ however many messages share the bottleneck. The order is the same total order ei
 (mark, then order key), so which structure holds a member changes no result.
 
 A run member's ``g_pos`` is ``-3 - prev`` (``-2``: the head), a heap member's its heap
-position (``>= 0``), and ``-1`` means in no group; ``g_next`` links the run forward and
+position (``>= 0``), and ``-1`` means in no group (an int32 field: ``cc_new`` refuses more
+messages than those values hold); ``g_next`` links the run forward and
 ``l_head``/``l_tail`` are each group's ends (-1 when the run is empty).
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccmod.kernel.compiled import leaf
-from ccmod.kernel.heaps import heap_push, heap_remove, order_key
+from ccmod.kernel.heaps import heap_push32, heap_remove32, order_key
 from ccmod.kernel.rawbuf import as_i32
 
 INF = np.inf
@@ -74,30 +75,30 @@ def g_add(S, I, F, r, m):
         I[S.l_head + r] = m
         I[S.l_tail + r] = m
         J[S.g_next + m] = -1
-        I[S.g_pos + m] = -2
+        J[S.g_pos + m] = -2
     elif _before(S, I, F, t, m):
         J[S.g_next + t] = m
         J[S.g_next + m] = -1
-        I[S.g_pos + m] = -3 - t
+        J[S.g_pos + m] = -3 - t
         I[S.l_tail + r] = m
     else:
         h = I[S.l_head + r]
         if _before(S, I, F, m, h):
             J[S.g_next + m] = h
-            I[S.g_pos + h] = -3 - m
-            I[S.g_pos + m] = -2
+            J[S.g_pos + h] = -3 - m
+            J[S.g_pos + m] = -2
             I[S.l_head + r] = m
         else:
-            heap_push(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
+            heap_push32(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
 
 
 @leaf
 def g_del(S, I, F, r, m):
     """Take member m out of group r (from wherever it is)."""
     J = as_i32(I)
-    p = I[S.g_pos + m]
+    p = J[S.g_pos + m]
     if p >= 0:
-        heap_remove(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
+        heap_remove32(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
         return
     prev = -3 - p
     nx = J[S.g_next + m]
@@ -106,10 +107,10 @@ def g_del(S, I, F, r, m):
     else:
         I[S.l_head + r] = nx
     if nx >= 0:
-        I[S.g_pos + nx] = p            # nx's predecessor is now m's
+        J[S.g_pos + nx] = p            # nx's predecessor is now m's
     else:
         I[S.l_tail + r] = prev
-    I[S.g_pos + m] = -1
+    J[S.g_pos + m] = -1
 
 
 @leaf
@@ -124,9 +125,10 @@ def g_take_sorted(S, I, F, r, vmax, out):
     for i in range(1, n):
         if not _before(S, I, F, I[o + i - 1], I[o + i]):
             return 0
+    J = as_i32(I)
     for i in range(n):
         m2 = I[o + i]
-        I[S.g_pos + m2] = -1
+        J[S.g_pos + m2] = -1
         I[out + i] = m2
     I[S.g_len + r] = 0
     return n

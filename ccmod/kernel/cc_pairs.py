@@ -57,9 +57,9 @@ def entries_take(S, I, m):
     above holds for messages each started once) a message's block is its own entries."""
     J = as_i32(I)
     if I[S.si + N_ETOP] < 0:
-        J[S.e_base + m] = I[S.route_ptr + m]
+        J[S.e_base + m] = as_i32(I)[S.route_ptr + m]
         return
-    h = I[S.route_end + m] - I[S.route_ptr + m]
+    h = as_i32(I)[S.route_end + m] - as_i32(I)[S.route_ptr + m]
     if h <= 0:
         return
     b = J[S.eb_head + h]
@@ -77,7 +77,7 @@ def entries_give(S, I, m):
     goes back to the free list of its length."""
     J = as_i32(I)
     b = J[S.e_base + m]
-    h = I[S.route_end + m] - I[S.route_ptr + m]
+    h = as_i32(I)[S.route_end + m] - as_i32(I)[S.route_ptr + m]
     if b >= 0 and h > 0 and I[S.si + N_ETOP] >= 0:
         J[S.e_next + b] = J[S.eb_head + h]
         J[S.eb_head + h] = b
@@ -200,9 +200,9 @@ def _pair_member(S, I, F, b, m):
     J = as_i32(I)
     if J[S.e_base + m] < 0:
         return                        # no entry slots: nothing deferred
-    e0 = I[S.route_ptr + m]
+    e0 = as_i32(I)[S.route_ptr + m]
     d = J[S.e_base + m] - e0          # route entry -> entry slot
-    for e in range(e0, I[S.route_end + m]):
+    for e in range(e0, as_i32(I)[S.route_end + m]):
         r = J[S.route_res + e]
         if I[S.dfr + r] == e + d:
             _undefer(S, I, F, r)

@@ -44,7 +44,7 @@ import numpy as np
 
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
-from ccmod.kernel.state import CcState
+from ccmod.kernel.state import CcState, check_ids
 from ccmod.kernel.cc_flush import cc_flush, cc_pending
 from ccmod.kernel.cc_groups import _vclock, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.cc_pairs import (N_ACTIVE, N_DEC, N_DONE, N_ETOP, N_FRESH, N_INC, N_NEW,
@@ -74,10 +74,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     R = int(nresources)
     M = len(route_ptr) - 1
     E = len(route_res)
-    if max(E, M, R) > np.iinfo(np.int32).max:
-        # entry, pair, message and resource ids live in int32 fields (as_i32: J[...])
-        from ccmod.errors import TraceTooLargeError
-        raise TraceTooLargeError(f"{E} route entries: one run holds at most 2^31 - 1")
+    check_ids(E, M, R)   # entry, pair, message and resource ids in int32 fields (as_i32)
     seg, P = resource_segments(R, route_res, seg_cap)
     # pairs (r, b) with b a group: at most one per route entry; a group's heap of pairs
     # holds at most one pair per other resource, and no more than its members' other hops
@@ -106,7 +103,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
         CcState, free=("f", R, 1.0 - np.asarray(background, np.float64)), count=("i", R, 0),
         share=("f", R, INF), v_at=("f", R, 0.0), t_at=("f", R, 0.0), peak=("i", R, 0),
         area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0), seg=("i", R + 1, seg),
-        g_len=("i", R, 0), g_item=("i", P, 0), g_pos=("i", M, 0), vfin=("f", M, 0.0),
+        g_len=("i", R, 0), g_item=("i", P, 0), g_pos=("j", M, 0), vfin=("f", M, 0.0),
         pr=("i", NP, 0), pb=("i", NP, 0), pcnt=("i", NP, 0), phead=("i", NP, 0),
         pkey=("f", NP, 0.0), ph_pos=("i", NP, 0), rnext=("i", NP, 0), rprev=("i", NP, 0),
         pfree=("i", NP, 0), rp_head=("i", R, -1),
@@ -229,8 +226,8 @@ def _pairs_of_lone(S, I, F, r):
     b = J[S.bott + m]
     if J[S.e_base + m] < 0:
         entries_take(S, I, m)       # (a message alone since its start has none)
-    d = J[S.e_base + m] - I[S.route_ptr + m]      # route entry -> entry slot
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+    d = J[S.e_base + m] - as_i32(I)[S.route_ptr + m]      # route entry -> entry slot
+    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r2 = J[S.route_res + e]
         I[S.lone + r2] = -1
         if r2 == r:
@@ -257,7 +254,7 @@ def cc_start(I, F, m, t, work):
     if t != F[S.sf]:
         cc_at(I, F, t)
     as_i32(I)[S.e_base + m] = -1          # no entry slots yet (cc_pairs)
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         if I[S.count + r] == 0:
             # r was idle (most hops of light traffic): its clocks start at t, nothing to
@@ -374,10 +371,10 @@ def _may_leave(S, I, F, r):
 def cc_end(I, F, m, t):
     """Release the route of a finished message (after :func:`cc_pop_due`)."""
     S = cc_state(I)
-    e0 = I[S.route_ptr + m]
+    e0 = as_i32(I)[S.route_ptr + m]
     # (each path with its own offsets: loaded here, the shared end's ~25 were paid by
     # every end, most of which are lone in light traffic)
-    if e0 < I[S.route_end + m] and I[S.lone + as_i32(I)[S.route_res + e0]] >= 0:
+    if e0 < as_i32(I)[S.route_end + m] and I[S.lone + as_i32(I)[S.route_res + e0]] >= 0:
         _end_alone(I, F, m, t)
     else:
         _end_shared(I, F, m, t)
@@ -388,8 +385,8 @@ def _end_shared(I, F, m, t):
     """:func:`cc_end` of a message that shared a resource on its route: leave its pairs
     and deferrals, count each resource down, mark what may change at the flush."""
     S = cc_state(I)
-    d = as_i32(I)[S.e_base + m] - I[S.route_ptr + m]     # route entry -> entry slot
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+    d = as_i32(I)[S.e_base + m] - as_i32(I)[S.route_ptr + m]     # route entry -> entry slot
+    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         _others_del(S, I, F, r, e + d)
         if _set_count(S, I, F, r, t, -1) > 0:
@@ -410,7 +407,7 @@ def _end_alone(I, F, m, t):
     1): it goes idle (:func:`_went_idle`, as :func:`_set_count` from 1 to 0), with nothing
     to unpair, mark or check: m had no pair nor deferred entry."""
     S = cc_state(I)
-    for e in range(I[S.route_ptr + m], I[S.route_end + m]):
+    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         I[S.lone + r] = -1
         _went_idle(S, I, F, r, t)

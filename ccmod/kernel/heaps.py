@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from ccmod.kernel.compiled import leaf
+from ccmod.kernel.rawbuf import as_i32
 
 
 
@@ -36,7 +37,9 @@ def _lt(I, F, key, tie, a, b):
 
 
 @leaf
-def heap_up(I, F, item, pos, key, tie, off, i):
+def heap_up(I, P, F, item, pos, key, tie, off, i):
+    """Sift item ``i`` of a heap up; its positions are ``P[pos + x]`` (``P``: ``I``, or
+    ``as_i32(I)`` for a heap whose positions are an int32 field, :func:`heap_push32`)."""
     item += off
     x = I[item + i]
     while i > 0:
@@ -44,16 +47,17 @@ def heap_up(I, F, item, pos, key, tie, off, i):
         y = I[item + p]
         if _lt(I, F, key, tie, x, y):
             I[item + i] = y
-            I[pos + y] = i
+            P[pos + y] = i
             i = p
         else:
             break
     I[item + i] = x
-    I[pos + x] = i
+    P[pos + x] = i
 
 
 @leaf
-def heap_down(I, F, item, pos, key, tie, off, n, i):
+def heap_down(I, P, F, item, pos, key, tie, off, n, i):
+    """Sift item ``i`` of a heap of ``n`` down (positions in ``P``: :func:`heap_up`)."""
     item += off
     x = I[item + i]
     while True:
@@ -65,41 +69,65 @@ def heap_down(I, F, item, pos, key, tie, off, n, i):
         y = I[item + c]
         if _lt(I, F, key, tie, y, x):
             I[item + i] = y
-            I[pos + y] = i
+            P[pos + y] = i
             i = c
         else:
             break
     I[item + i] = x
-    I[pos + x] = i
+    P[pos + x] = i
+
+
+@njit(cache=True, inline="always")
+def _push(I, P, F, item, pos, key, tie, off, lens, h, x):
+    n = I[lens + h]
+    I[item + off + n] = x
+    P[pos + x] = n
+    I[lens + h] = n + 1
+    heap_up(I, P, F, item, pos, key, tie, off, n)
+
+
+@njit(cache=True, inline="always")
+def _remove(I, P, F, item, pos, key, tie, off, lens, h, x):
+    i = P[pos + x]
+    n = I[lens + h] - 1
+    I[lens + h] = n
+    P[pos + x] = -1
+    if i != n:
+        y = I[item + off + n]
+        I[item + off + i] = y
+        P[pos + y] = i
+        # y in x's place: nothing moves when y and x are equal in the heap's order (the
+        # pairs of an incast, all keyed by the same share and group): no sift calls
+        if tie >= 0 and F[key + y] == F[key + x] and I[tie + y] == I[tie + x]:
+            return
+        heap_down(I, P, F, item, pos, key, tie, off, n, i)
+        heap_up(I, P, F, item, pos, key, tie, off, P[pos + y])
 
 
 @leaf
 def heap_push(I, F, item, pos, key, tie, off, lens, h, x):
     """Insert x (key already set in ``key[x]``) into heap h."""
-    n = I[lens + h]
-    I[item + off + n] = x
-    I[pos + x] = n
-    I[lens + h] = n + 1
-    heap_up(I, F, item, pos, key, tie, off, n)
+    _push(I, I, F, item, pos, key, tie, off, lens, h, x)
 
 
 @leaf
 def heap_remove(I, F, item, pos, key, tie, off, lens, h, x):
     """Take x out of heap h (x must be in it)."""
-    i = I[pos + x]
-    n = I[lens + h] - 1
-    I[lens + h] = n
-    I[pos + x] = -1
-    if i != n:
-        y = I[item + off + n]
-        I[item + off + i] = y
-        I[pos + y] = i
-        # y in x's place: nothing moves when y and x are equal in the heap's order (the
-        # pairs of an incast, all keyed by the same share and group): no sift calls
-        if tie >= 0 and F[key + y] == F[key + x] and I[tie + y] == I[tie + x]:
-            return
-        heap_down(I, F, item, pos, key, tie, off, n, i)
-        heap_up(I, F, item, pos, key, tie, off, I[pos + y])
+    _remove(I, I, F, item, pos, key, tie, off, lens, h, x)
+
+
+# a heap whose positions are an int32 field (``pos`` an offset of ``as_i32(I)``: the
+# bottleneck groups' members, one position per message, 4 bytes each instead of 8)
+@leaf
+def heap_push32(I, F, item, pos, key, tie, off, lens, h, x):
+    """:func:`heap_push` with int32 positions."""
+    _push(I, as_i32(I), F, item, pos, key, tie, off, lens, h, x)
+
+
+@leaf
+def heap_remove32(I, F, item, pos, key, tie, off, lens, h, x):
+    """:func:`heap_remove` with int32 positions."""
+    _remove(I, as_i32(I), F, item, pos, key, tie, off, lens, h, x)
 
 
 @leaf
@@ -117,15 +145,15 @@ def heap_pop(I, F, item, pos, key, tie, off, lens, h):
         y = I[item + off + n]
         I[item + off] = y
         I[pos + y] = 0
-        heap_down(I, F, item, pos, key, tie, off, n, 0)
+        heap_down(I, I, F, item, pos, key, tie, off, n, 0)
     return x
 
 
 @leaf
 def heap_update(I, F, item, pos, key, tie, off, lens, h, x):
     """Restore the heap after ``key[x]`` changed (x in heap h)."""
-    heap_down(I, F, item, pos, key, tie, off, I[lens + h], I[pos + x])
-    heap_up(I, F, item, pos, key, tie, off, I[pos + x])
+    heap_down(I, I, F, item, pos, key, tie, off, I[lens + h], I[pos + x])
+    heap_up(I, I, F, item, pos, key, tie, off, I[pos + x])
 
 
 # -- equal keys ordered by the ids (resources, pairs, classes) -------------------------------

@@ -127,7 +127,7 @@ def _warm(C, P, I, F, pc, end, M, G):
         m = at_i32(P.rec_msg, pc)
         prefetch(F, G.t_post_send + m * MF)     # its times: one line (state.MF)
         prefetch(as_i32(I), M.eager + m)
-        prefetch(I, M.route_ptr + m)
+        prefetch(as_i32(I), M.route_ptr + m)
         prefetch(as_i32(I), M.src + m)
         prefetch(as_i32(I), M.unshared + m)
         prefetch(F, M.quiet + per_msg(M, FC_QUIET, m))
@@ -138,12 +138,12 @@ def _warm(C, P, I, F, pc, end, M, G):
             S = cc_state(I)
             prefetch(as_i32(I), S.bott + m)
             prefetch(F, S.vfin + m)
-            prefetch(I, S.g_pos + m)
+            prefetch(as_i32(I), S.g_pos + m)
             prefetch(as_i32(I), S.cand_f + m)
             # its route's entries: the one load here (route_ptr[m], a miss most likely)
             # overlaps with the prefetches above instead of stalling the transfer's start
             # (their links' entry slots are recycled: in cache)
-            e = I[M.route_ptr + m]
+            e = as_i32(I)[M.route_ptr + m]
             prefetch(as_i32(I), M.route_res + e)
         if o == OP_SEND or o == OP_ISEND:
             prefetch(F, M.o_send + m)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ccmod.kernel.compiled import mm_state, leaf
 from ccmod.kernel.rawbuf import as_i32
-from ccmod.kernel.state import MmState
+from ccmod.kernel.state import MmState, check_ids
 from ccmod.kernel.heaps import (iheap_push, iheap_remove, iheap_update, resource_segments,
                                 sort_keyed)
 from ccmod.kernel.mm_classes import (F_LEN, N_ACTIVE, N_DIRTY, N_FREE, class_advance,
@@ -108,6 +108,7 @@ def mm_new(A, nresources, capacity_Bps, background, route_ptr, route_res, seg_ca
     """
     R = int(nresources)
     M = len(route_ptr) - 1
+    check_ids(len(route_res), M, R)     # routes (route_ptr, route_res) in int32 fields
     NC, per_res = class_bound(R, route_ptr, route_res, flow_cap)  # at most one per flow
     if seg_cap is None and per_res is not None:
         seg_cap = per_res           # a resource lists each of its classes once at most
@@ -192,7 +193,7 @@ def mm_count(I, F, r, t, delta):
 def mm_start(I, F, m, t, work, fcap):
     """Flow m starts at t with ``work`` bytes (rate cap ``fcap``, inf = none)."""
     S = mm_state(I)
-    rp, re = I[S.route_ptr + m], I[S.route_end + m]
+    rp, re = as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]
     for e in range(rp, re):
         mm_count(I, F, as_i32(I)[S.route_res + e], t, 1)
     s = flow_slot(I, m)
@@ -216,7 +217,7 @@ def mm_end(I, F, s, t):
     the flows due in ``done_s``)."""
     S = mm_state(I)
     m = I[S.f_msg + s]
-    rp, re = I[S.route_ptr + m], I[S.route_end + m]
+    rp, re = as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]
     for e in range(rp, re):
         mm_count(I, F, as_i32(I)[S.route_res + e], t, -1)
     c = I[S.f_cls + s]
@@ -278,7 +279,7 @@ def _component(I, F, t):
                 I[S.cl + nc] = c
                 nc += 1
                 m = I[S.c_rep + c]
-                for e in range(I[rp + m], I[re + m]):
+                for e in range(as_i32(I)[rp + m], as_i32(I)[re + m]):
                     r2 = as_i32(I)[rr + e]
                     if not I[S.r_seen + r2]:
                         I[S.r_seen + r2] = 1
@@ -341,7 +342,7 @@ def mm_solve(I, F):
                 F[S.c_rate + c] += level
                 f = I[S.c_rep + c]
                 lw = level * I[S.c_w + c]
-                for e in range(I[rp + f], I[re + f]):
+                for e in range(as_i32(I)[rp + f], as_i32(I)[re + f]):
                     F[S.cap_left + as_i32(I)[rr + e]] -= lw
         progressed = False
         for i in range(nc):
@@ -350,7 +351,7 @@ def mm_solve(I, F):
                 continue
             f = I[S.c_rep + c]
             sat = -1
-            for e in range(I[rp + f], I[re + f]):
+            for e in range(as_i32(I)[rp + f], as_i32(I)[re + f]):
                 r = as_i32(I)[rr + e]
                 if F[S.cap_left + r] <= 1e-12 * F[S.cap + r]:
                     sat = r
@@ -362,7 +363,7 @@ def mm_solve(I, F):
                 I[S.c_bott + c] = sat
                 left -= 1
                 w = I[S.c_w + c]
-                for e in range(I[rp + f], I[re + f]):
+                for e in range(as_i32(I)[rp + f], as_i32(I)[re + f]):
                     I[S.users + as_i32(I)[rr + e]] -= w
         if not progressed:
             break
@@ -403,7 +404,7 @@ def _rate_lone(I, F, c, t):
     class_advance(I, F, c, t)
     f = I[S.c_rep + c]
     level = INF
-    for e in range(I[rp + f], I[re + f]):
+    for e in range(as_i32(I)[rp + f], as_i32(I)[re + f]):
         q = as_i32(I)[rr + e]
         lv = F[S.cap + q] / I[S.count + q]     # its flows are all q's
         if lv < level:
@@ -420,7 +421,7 @@ def _rate_lone(I, F, c, t):
             level = 0.0
         rate = 0.0 + level
         lw = level * I[S.c_w + c]
-        for e in range(I[rp + f], I[re + f]):
+        for e in range(as_i32(I)[rp + f], as_i32(I)[re + f]):
             q = as_i32(I)[rr + e]
             cq = F[S.cap + q]
             if cq - lw <= 1e-12 * cq:

@@ -72,7 +72,7 @@ def start_transfer(C, L, I, F, m, t, gap):
     allows (then this is called again at that time with ``gap`` False)."""
     M = msg_in(I)
     G = msg_st(I)
-    has_route = I[M.route_ptr + m] < I[M.route_end + m]
+    has_route = as_i32(I)[M.route_ptr + m] < as_i32(I)[M.route_end + m]
     nd = I[M.node_of_rank + as_i32(I)[M.src + m]]
     # the NIC gap spaces injections into the network: a message inside a node (on the
     # node's copy resource, intra=shared) does not go through the NIC

@@ -134,9 +134,9 @@ def class_finish(I, F, c, v):
 @leaf
 def _same_route(I, rp, re, rr, g, f):
     """Whether flows g and f cross the same resources in the same order."""
-    eg, ef = I[rp + g], I[rp + f]
-    n = I[re + f] - ef
-    if I[re + g] - eg != n:
+    eg, ef = as_i32(I)[rp + g], as_i32(I)[rp + f]
+    n = as_i32(I)[re + f] - ef
+    if as_i32(I)[re + g] - eg != n:
         return False
     for k in range(n):
         if as_i32(I)[rr + eg + k] != as_i32(I)[rr + ef + k]:
@@ -176,7 +176,7 @@ def class_join(I, F, m, fs, t, work, fcap):
     S = mm_state(I)
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
     h = 0
-    for e in range(I[rp + m], I[re + m]):
+    for e in range(as_i32(I)[rp + m], as_i32(I)[re + m]):
         h = (h * 31 + as_i32(I)[rr + e] + 1) & 0xFFFFFFFFFFFF     # route hash (no int64 overflow)
     s = h & S.hmask
     c = -1
@@ -212,7 +212,7 @@ def class_join(I, F, m, fs, t, work, fcap):
         I[S.c_gpos + c] = -1
         I[S.c_sh + c] = 0
         k = 0
-        for e in range(I[rp + m], I[re + m]):
+        for e in range(as_i32(I)[rp + m], as_i32(I)[re + m]):
             r = as_i32(I)[rr + e]
             n = I[S.r_len + r]
             code = (c << S.hb) | k
@@ -239,7 +239,7 @@ def class_drop(I, F, c, m):
     S = mm_state(I)
     rp, re, rr = S.route_ptr, S.route_end, S.route_res
     k = 0
-    for e in range(I[rp + m], I[re + m]):
+    for e in range(as_i32(I)[rp + m], as_i32(I)[re + m]):
         r = as_i32(I)[rr + e]
         i = I[S.c_pos + ((c << S.hb) | k)]
         n = I[S.r_len + r] - 1

@@ -53,7 +53,7 @@ def _limit(I, F, c):
     S = mm_state(I)
     v = F[S.c_fcap + c]
     f = I[S.c_rep + c]
-    for e in range(I[S.route_ptr + f], I[S.route_end + f]):
+    for e in range(as_i32(I)[S.route_ptr + f], as_i32(I)[S.route_end + f]):
         u = as_i32(I)[S.route_res + e]
         if I[S.r_len + u] == 1:
             x = F[S.cap + u] / I[S.count + u]
@@ -67,7 +67,7 @@ def _lower(I, F, c, v):
     """Class c's limit may have dropped to v: lower the bound of every hop of it."""
     S = mm_state(I)
     f = I[S.c_rep + c]
-    for e in range(I[S.route_ptr + f], I[S.route_end + f]):
+    for e in range(as_i32(I)[S.route_ptr + f], as_i32(I)[S.route_end + f]):
         r = as_i32(I)[S.route_res + e]
         if v < F[S.lb + r]:
             F[S.lb + r] = v
@@ -78,7 +78,7 @@ def _count_x(I, c, d):
     """Class c starts (d = 1) or stops (-1) having two shared hops or more."""
     S = mm_state(I)
     f = I[S.c_rep + c]
-    for e in range(I[S.route_ptr + f], I[S.route_end + f]):
+    for e in range(as_i32(I)[S.route_ptr + f], as_i32(I)[S.route_end + f]):
         I[S.nx + as_i32(I)[S.route_res + e]] += d
 
 
@@ -231,7 +231,7 @@ def _center(I, r):
     if I[S.c_sh + c] != 1:
         return -3 if I[S.c_sh + c] == 0 and I[S.c_grp + c] < 0 else -1
     f = I[S.c_rep + c]
-    for e in range(I[S.route_ptr + f], I[S.route_end + f]):
+    for e in range(as_i32(I)[S.route_ptr + f], as_i32(I)[S.route_end + f]):
         q = as_i32(I)[S.route_res + e]
         if I[S.r_len + q] >= 2:
             return q if I[S.nx + q] == 0 else -1
@@ -281,7 +281,7 @@ def shape_join(I, F, c, t):
     if I[S.c_w + c] == 1:              # a new class
         sh = 0
         g = -1
-        for e in range(I[rp + f], I[re + f]):
+        for e in range(as_i32(I)[rp + f], as_i32(I)[re + f]):
             q = as_i32(I)[rr + e]
             n = I[S.r_len + q]
             if n == 2:                 # q was private to one class
@@ -331,7 +331,7 @@ def shape_leave(I, F, c):
         _count_x(I, c, -1)
     I[S.c_sh + c] = 0
     f = I[S.c_rep + c]
-    for e in range(I[S.route_ptr + f], I[S.route_end + f]):
+    for e in range(as_i32(I)[S.route_ptr + f], as_i32(I)[S.route_end + f]):
         q = as_i32(I)[S.route_res + e]
         n = I[S.r_len + q]
         if n == 2:                     # q becomes private to the other class

@@ -151,7 +151,7 @@ def plan(rank_ptr, rec_msg, kind, M, waits=None):
     okey = np.empty(M, np.int64)
     taken = _order(0, rp, by_len, rec_msg, kind, okey, np.zeros(M, np.int64),
                    op, wait_msg, wa_msg, nwa,      # written in place: as they are
-                   _I64, _I64, _I32, _I64, _I64, _I32, _I64, 0)
+                   _I64, _I64, _I32, _I64, _I32, _I32, _I64, 0)
     if taken < 0:
         return None
     if taken != M:
@@ -198,7 +198,7 @@ def in_slot_order(fields, okey):
     copies it in (:class:`Gathered`). Returns those ``{name: Gathered}``."""
     S = len(okey)
     ptr, res = gather_routes(fields["route_ptr"][2], fields["route_res"][2], okey)
-    fields["route_ptr"] = ("i", S + 1, ptr)
+    fields["route_ptr"] = ("j", S + 1, ptr)
     fields["route_res"] = ("j", len(res), res)
     out = {}
     for name, f in fields.items():

@@ -34,7 +34,7 @@ def log_route(L, I, m, t, count):
     """Record the message count of each resource on message m's route (``count``: the
     offset of the rule's per-resource counts)."""
     M = msg_in(I)
-    for e in range(I[M.route_ptr + m], I[M.route_end + m]):
+    for e in range(as_i32(I)[M.route_ptr + m], as_i32(I)[M.route_end + m]):
         r = as_i32(I)[M.route_res + e]
         log_load(L, (t, r, I[count + r]))
 

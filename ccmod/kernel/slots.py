@@ -305,8 +305,8 @@ class Slots:
                  "j" if a in ("src", "dst", "kind") else "i", S, 0) for a, _ in INPUTS}
         f.update(unshared=("j", S, 0), eager=("j", S, 0), flow_cap=("f", S, INF),
                  fconst=("v", 0))
-        f.update(nmsg=("v", self.nmsg), route_ptr=("i", S + 1, rp), route_res=("j", S * H, 0),
-                 route_end=("i", S, rp[:-1]), okey=("i", S, -1))
+        f.update(nmsg=("v", self.nmsg), route_ptr=("j", S + 1, rp), route_res=("j", S * H, 0),
+                 route_end=("j", S, rp[:-1]), okey=("i", S, -1))
         return f, rp, rr
 
     def _more_slots(self, S_new):

@@ -19,7 +19,8 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
             ``m`` is its *slot*: the message id in a whole-program run; under streaming
             (:mod:`ccmod.kernel.slots`) slots are recycled and ``okey[m]`` is the message
             id, the order every tie between messages is broken by. Message m's route is
-            ``route_res[route_ptr[m]:route_end[m]]``.
+            ``route_res[route_ptr[m]:route_end[m]]`` (int32 fields, as the ids:
+            :func:`check_ids`).
 ``MsgSt``   per-message times and waiters; ``refs`` (streaming) counts what may still
             read a slot, ``ret`` lists the slots retired since the host last drained them.
 ``RankSt``  per-rank state; ``Timers`` the timer queue (one slot per rank compute and rank
@@ -292,6 +293,22 @@ _MADV_NOHUGEPAGE = 15
 _madvise = None
 
 
+def check_ids(entries, messages, resources):
+    """Refuse a state whose ids do not fit the kernel's int32 fields: route entries
+    (``route_ptr``, the rules' entry links), messages (a bottleneck group member's
+    ``g_pos`` is ``-3 -`` its predecessor: one value fewer) and resources, with one line
+    saying to stream the trace (a streamed run holds ids only for what is in flight)."""
+    for n, top, what in ((entries, _I32_MAX, "route entries"),
+                         (messages, _I32_MAX - 1, "messages"),
+                         (resources, _I32_MAX, "resources")):
+        if n > top:
+            from ccmod.errors import TraceTooLargeError
+            raise TraceTooLargeError(f"{n} {what}: one run holds at most {top}")
+
+
+_I32_MAX = 2**31 - 1
+
+
 def _check_i32(init):
     """Refuse an int32 field's initial values that do not fit (an id past 2^31 - 1)."""
     a = np.asarray(init)
@@ -455,11 +472,11 @@ def own_routes(A, route_ptr, route_res, okey=None):
     M = len(route_ptr) - 1
     if okey is None:
         okey = np.arange(max(M, 0), dtype=np.int64)
-    A.struct(Routes, route_ptr=("i", M + 1, np.asarray(route_ptr, np.int64)),
+    A.struct(Routes, route_ptr=("j", M + 1, np.asarray(route_ptr, np.int64)),
              route_res=("j", len(route_res), np.asarray(route_res)),
              okey=("i", M, okey))
     rp = A.where(Routes, "route_ptr")
-    return rp, A.where(Routes, "route_res"), ("=", "i", rp[2] + 1, M), A.where(Routes, "okey")
+    return rp, A.where(Routes, "route_res"), ("=", "j", rp[2] + 1, M), A.where(Routes, "okey")
 
 
 def timers(A, nslots, first):
