@@ -28,7 +28,7 @@ class Messages:
     tag: np.ndarray
     nbytes: np.ndarray      # int64[M]
     rec_msg: np.ndarray     # int32[n records] message id of a send/recv record, else -1
-    route_ptr: np.ndarray   # int64[M+1] CSR of resources per message
+    route_ptr: np.ndarray   # int32[M+1] CSR of resources per message (int64 past 2^31 - 1)
     route_res: np.ndarray   # int32[nnz]
     quiet_s: np.ndarray     # float64[M] quiet-network time (CCMOD's Tquiet)
     latency_s: np.ndarray   # float64[M] size-independent part (max-min latency phase)
@@ -390,6 +390,12 @@ def per_message(column, pinv):
     return column[pinv]
 
 
+def _ptr_dtype(entries):
+    """The dtype of route offsets up to ``entries``: int32 as the kernel holds them (4 B per
+    message less at the set-up's peak), int64 past 2^31 - 1 (refused: state.check_ids)."""
+    return np.int32 if entries <= np.iinfo(np.int32).max else np.int64
+
+
 def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
                   intra_latency_s: float, intra_bandwidth_Bps: float,
                   charge_overheads: bool = False, compile_routes=None) -> dict:
@@ -434,12 +440,12 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
     if M and h > 0 and np.all(table.hops == h) and \
             len(table.resources) == h * len(table.hops):
         # every route has h hops (e.g. a star): a row gather, no CSR arithmetic
-        route_ptr = np.arange(0, h * (M + 1), h, dtype=np.int64)
+        route_ptr = np.arange(0, h * (M + 1), h, dtype=_ptr_dtype(h * M))
         rows = np.ascontiguousarray(table.resources, np.int32).reshape(-1, h)
         # each row as one opaque item: a 1-D take, ~10x faster than a 2-D row gather
         route_res = rows.view(np.dtype((np.void, 4 * h))).reshape(-1)[pinv].view(np.int32)
     else:
-        route_ptr = np.zeros(M + 1, np.int64)
+        route_ptr = np.zeros(M + 1, _ptr_dtype(int(np.sum(hops, dtype=np.int64))))
         np.cumsum(hops, out=route_ptr[1:])
         # gather each message's resources from its pair's row (vectorised CSR gather)
         starts = table.indptr[pinv] if M else np.zeros(0, np.int64)
@@ -458,7 +464,7 @@ def message_costs(network, node_of_rank, src, dst, nbytes, sharing: str,
         add_inj = (sn != dn) & (hops > 0) if inj_res is not None else np.zeros(M, bool)
         add = add_copy | add_inj
         hops2 = hops + add
-        ptr2 = np.zeros(M + 1, np.int64)
+        ptr2 = np.zeros(M + 1, _ptr_dtype(int(np.sum(hops2, dtype=np.int64))))
         np.cumsum(hops2, out=ptr2[1:])
         res2 = np.empty(ptr2[-1], np.int32)
         offs = np.arange(route_ptr[-1]) - np.repeat(route_ptr[:-1], hops)

@@ -340,7 +340,7 @@ class Engine:
             fields, rp, rr = self.slots.msg_fields(S)
         else:
             msgs = self.m
-            rp = np.asarray(msgs.route_ptr, np.int64)
+            rp = msgs.route_ptr      # int32 (compile._ptr_dtype), as the arena holds it
             rr = msgs.route_res      # int32, as the arena holds it (4 bytes per entry less)
             okey = self._order
             fields = dict(

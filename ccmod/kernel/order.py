@@ -223,7 +223,7 @@ def _uniform(route_ptr):
 def gather_routes(route_ptr, route_res, okey):
     """The routes (CSR) in slot order: ``(route_ptr, route_res)`` (``route_ptr`` itself
     when every route has as many hops)."""
-    rp = np.asarray(route_ptr, np.int64)
+    rp = np.asarray(route_ptr)
     h = _uniform(rp)
     if h is not None:          # rows of h entries (take: several times a fancy index)
         return rp, np.take(np.asarray(route_res).reshape(-1, h), okey, axis=0).reshape(-1) \
