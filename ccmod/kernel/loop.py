@@ -313,7 +313,7 @@ def _loop(C, P, L, I, F):
     M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
     K, BG = scalars(I), bg_steps(I)
     n = P.nranks
-    cap = R.nready
+    mask = R.nready - 1          # the ready ring's capacity is a power of two
     t = F[K.kf]
     adv = -1                     # the rank to interpret next (-1: none)
     if I[K.ks + K_STARVED] != 0:
@@ -341,13 +341,13 @@ def _loop(C, P, L, I, F):
                     _sig(C, L, 0.0, SG_NEWPROC, adv, 0, 0, 0, 0.0)
                 elif I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
                     h = I[K.ks + K_RHEAD]
-                    r = I[R.ready + h % cap]
+                    r = I[R.ready + (h & mask)]
                     I[K.ks + K_RHEAD] = h + 1
                     if h + 2 < I[K.ks + K_RTAIL]:
                         # the rank two places on: with many ranks its next record is
                         # rarely in cache any more (one line per rank, reused once a
                         # round), fetch it while these run
-                        pc2 = I[R.pc + I[R.ready + (h + 2) % cap] * RI]
+                        pc2 = I[R.pc + I[R.ready + ((h + 2) & mask)] * RI]
                         prefetch(P.op, pc2 >> 3)            # in words (see _warm)
                         prefetch(P.rec_msg, pc2 >> 1)
                     if not _unblock(C, L, I, F, r, t):

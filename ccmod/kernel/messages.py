@@ -62,7 +62,7 @@ def make_ready(I, r):
     tl = I[K.ks + K_RTAIL]
     if tl - I[K.ks + K_RHEAD] >= cap:
         raise RuntimeError("ready queue overflow")
-    I[R.ready + tl % cap] = r
+    I[R.ready + (tl & (cap - 1))] = r     # cap: a power of two
     I[K.ks + K_RTAIL] = tl + 1
 
 

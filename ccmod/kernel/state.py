@@ -432,6 +432,9 @@ NO_LOGS = Logs(0, 0, 0)
 
 def rank_state(A, rank_ptr, nstates):
     n = len(rank_ptr) - 1
+    # the ready ring holds at most 2n + 4 ranks; its capacity a power of two, so that a
+    # place is the counter masked (``h & (nready - 1)``), not a division on the pop's path
+    nready = 1 << (2 * n + 3).bit_length()
     irec, frec = np.zeros((n, RI), np.int64), np.zeros((n, RF))
     init = {"pc": np.asarray(rank_ptr[:-1], np.int64), "block_state": -1, "paid_pc": -1,
             "finish": INF, "comp_end": INF}
@@ -444,9 +447,9 @@ def rank_state(A, rank_ptr, nstates):
     fields = {name: ("%", "i", recs.irec + k, n, RI) for k, name in enumerate(RANK_I)}
     fields.update({name: ("%", "f", recs.frec + k, n, RF) for k, name in enumerate(RANK_F)})
     return A.struct(
-        RankSt, nranks=("v", n), nready=("v", 2 * n + 4),
+        RankSt, nranks=("v", n), nready=("v", nready),
         state_s=("f", n * nstates, 0.0, (n, nstates)), barrier=("i", n, 0),
-        ready=("i", 2 * n + 4, 0), **fields)
+        ready=("i", nready, 0), **fields)
 
 
 def msg_state(A, M, nnodes, recycle=False):
