@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from ccmod.kernel import cc_groups, heaps
+from ccmod.kernel.state import CI_G_LEN, CI_L_HEAD, CI_L_TAIL, CRI
 
-G = namedtuple("G", "vfin okey g_pos g_next l_head l_tail g_len g_item seg")
+G = namedtuple("G", "vfin okey g_pos g_next ri g_item seg")
 
 
 @pytest.fixture
@@ -27,9 +28,9 @@ def py(monkeypatch):
 
 def _state(M, R):
     """Offsets of the fields in one int buffer ``I`` and one float buffer ``F`` (``g_pos``
-    and ``g_next`` int32 fields of ``I``, as the kernel lays them out)."""
-    sizes = dict(okey=M, g_pos=M, g_next=M, l_head=R, l_tail=R, g_len=R, g_item=R * M,
-                 seg=R + 1)
+    and ``g_next`` int32 fields of ``I``, and each resource's ``l_head``, ``l_tail``,
+    ``g_len`` in its record, as the kernel lays them out)."""
+    sizes = dict(okey=M, g_pos=M, g_next=M, ri=R * CRI, g_item=R * M, seg=R + 1)
     off, o = {}, 0
     for k, n in sizes.items():
         off[k] = o
@@ -38,8 +39,8 @@ def _state(M, R):
     off["g_pos"] *= 2                # int32 fields: their offsets count int32 elements
     off["g_next"] *= 2
     S = G(vfin=0, seg=off["seg"], **{k: v for k, v in off.items() if k != "seg"})
-    I[S.l_head:S.l_head + R] = -1
-    I[S.l_tail:S.l_tail + R] = -1
+    I[S.ri + CI_L_HEAD:S.ri + R * CRI:CRI] = -1
+    I[S.ri + CI_L_TAIL:S.ri + R * CRI:CRI] = -1
     I.view(np.int32)[S.g_pos:S.g_pos + M] = -1
     I[S.seg:S.seg + R + 1] = np.arange(R + 1) * M
     return S, I, np.zeros(M)
@@ -99,7 +100,7 @@ def test_take_sorted_heap_whole(py):
     F[2:] = np.arange(1, M - 1)
     for m in range(2, M):
         py.g_add(S, I, F, 0, m)
-    assert I[S.g_len] == M - 2
+    assert I[S.ri + CI_G_LEN] == M - 2
     out = len(I)
     I = np.concatenate([I, np.zeros(M, np.int64)])
     assert py.g_take_sorted(S, I, F, 0, 1e9, out) == 0     # the run is not empty

@@ -18,6 +18,8 @@ import numpy as np
 
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
+from ccmod.kernel.state import (CF_DMIN, CF_SHARE, CI_CHK, CI_COUNT, CI_DEC, CI_INC, CI_LONE,
+                                CI_PH_LEN, CI_RP_HEAD, CI_TCH, CRF, CRI)
 from ccmod.kernel.cc_groups import _vclock, g_add, g_del, g_empty, g_first
 from ccmod.kernel.cc_pairs import (N_CHK, N_DEC, N_INC, N_NEW, N_TCH, _mark, _others_del, defer,
                                    entries_take, pair_entry, pair_group_deferred)
@@ -35,7 +37,7 @@ def _best(S, I, F, m, exclude):
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         if r != exclude:
-            s = F[S.share + r]
+            s = F[S.rf + r * CRF + CF_SHARE]
             if s < best or (s == best and r < br):
                 best = s
                 br = r
@@ -51,11 +53,11 @@ def _best_alone(S, I, F, m):
     alone = True
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
-        s = F[S.share + r]
+        s = F[S.rf + r * CRF + CF_SHARE]
         if s < best or (s == best and r < br):
             best = s
             br = r
-        if I[S.count + r] != 1:
+        if I[S.ri + r * CRI + CI_COUNT] != 1:
             alone = False
     return br, alone
 
@@ -71,12 +73,12 @@ def _join_alone(I, F, m, r, t, remaining):
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r
-    vc = _vclock(S, F, r, t)
+    vc = _vclock(F, S.rf + r * CRF, t)
     vfin = vc + remaining
     F[S.vfin + m] = vfin
     g_add(S, I, F, r, m)
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
-        I[S.lone + J[S.route_res + e]] = m
+        I[S.ri + J[S.route_res + e] * CRI + CI_LONE] = m
     _schedule(S, I, F, r, t, vfin - vc)
 
 
@@ -89,14 +91,16 @@ def _pair_key(S, I, F, r, check):
     pair whose resource's share dropped and still does not bind before b adds none, and
     whatever else could (b's own rise, another resource's drop) marks b itself. Shares
     are final at the flush (moves change no count)."""
-    s = F[S.share + r]
-    p = I[S.rp_head + r]
+    s = F[S.rf + r * CRF + CF_SHARE]
+    p = I[S.ri + r * CRI + CI_RP_HEAD]
     while p >= 0:
         b = I[S.pb + p]
         F[S.pkey + p] = s
-        heap_update(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
-        if check and _beats(F, S.share, r, b):
-            _mark(I, S.chk_f, S.chk_l, S.si, N_CHK, b)
+        qb = S.ri + b * CRI
+        heap_update(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], qb + CI_PH_LEN,
+                    0, p)
+        if check and _beats(F, S.rf, r, b):
+            _mark(I, qb + CI_CHK, S.chk_l, S.si, N_CHK, b)
         p = I[S.rnext + p]
 
 
@@ -108,12 +112,12 @@ def _join(I, F, m, r, t, remaining, fresh):
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r
-    F[S.vfin + m] = _vclock(S, F, r, t) + remaining
+    F[S.vfin + m] = _vclock(F, S.rf + r * CRF, t) + remaining
     g_add(S, I, F, r, m)
     alone = not fresh
     if alone:
         for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
-            if I[S.count + as_i32(I)[S.route_res + e]] != 1:
+            if I[S.ri + as_i32(I)[S.route_res + e] * CRI + CI_COUNT] != 1:
                 alone = False
                 break
     else:
@@ -121,16 +125,17 @@ def _join(I, F, m, r, t, remaining, fresh):
     d = J[S.e_base + m] - as_i32(I)[S.route_ptr + m]      # route entry -> entry slot
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r2 = J[S.route_res + e]
+        q2 = S.ri + r2 * CRI
         if not fresh:
             _others_del(S, I, F, r2, e + d)
         if alone:
-            I[S.lone + r2] = m
+            I[q2 + CI_LONE] = m
         elif r2 != r:
-            if I[S.count + r2] == 1:
+            if I[q2 + CI_COUNT] == 1:
                 defer(S, I, F, r2, e + d, r, m)
             else:
                 pair_entry(I, F, r2, e + d, r, m)
-    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+    _mark(I, S.ri + r * CRI + CI_TCH, S.tch_l, S.si, N_TCH, r)
 
 
 @leaf
@@ -138,17 +143,18 @@ def _move(I, F, m, r_new, t):
     J = as_i32(I)
     S = cc_state(I)
     old = J[S.bott + m]
-    rem = F[S.vfin + m] - _vclock(S, F, old, t)
+    rem = F[S.vfin + m] - _vclock(F, S.rf + old * CRF, t)
     g_del(S, I, F, old, m)
-    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, old)
+    _mark(I, S.ri + old * CRI + CI_TCH, S.tch_l, S.si, N_TCH, old)
     _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0, False)
 
 
 @leaf
-def _beats(F, share, r, b):
-    """Does resource r bind before group b (lower share, ties to the lower id)?"""
-    s = F[share + r]
-    sb = F[share + b]
+def _beats(F, rf, r, b):
+    """Does resource r bind before group b (lower share, ties to the lower id)? ``rf``:
+    the resources' records in ``F``."""
+    s = F[rf + r * CRF + CF_SHARE]
+    sb = F[rf + b * CRF + CF_SHARE]
     return s < sb or (s == sb and r < b)
 
 
@@ -160,10 +166,11 @@ def _check(I, F, b, nc):
     first when share[b] reached the lower bound of their keys."""
     J = as_i32(I)
     S = cc_state(I)
-    sb = F[S.share + b]
-    if F[S.dmin + b] <= sb:
+    ub = S.rf + b * CRF
+    sb = F[ub + CF_SHARE]
+    if F[ub + CF_DMIN] <= sb:
         pair_group_deferred(S, I, F, b)
-    n = I[S.ph_len + b]
+    n = I[S.ri + b * CRI + CI_PH_LEN]
     if n == 0:
         return nc
     o = S.ph_item + I[S.ph_seg + b]
@@ -176,7 +183,7 @@ def _check(I, F, b, nc):
         p = I[o + i]
         if F[S.pkey + p] > sb:
             continue
-        if _beats(F, S.share, I[S.pr + p], b):
+        if _beats(F, S.rf, I[S.pr + p], b):
             e = I[S.phead + p]
             while e >= 0:
                 m2 = J[S.emsg + e]
@@ -195,7 +202,7 @@ def _check(I, F, b, nc):
 @leaf
 def _schedule(S, I, F, r, t, dv):
     """Group r's next completion, at t, is ``dv`` quiet-seconds of its first member away."""
-    F[S.ev_t + r] = t + (dv / F[S.share + r] if dv > 0.0 else 0.0)
+    F[S.ev_t + r] = t + (dv / F[S.rf + r * CRF + CF_SHARE] if dv > 0.0 else 0.0)
     if I[S.ev_pos + r] >= 0:
         iheap_update(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
     else:
@@ -206,12 +213,13 @@ def _schedule(S, I, F, r, t, dv):
 def _touch(I, F, r, t):
     """Re-schedule the next completion of group r (its rate or head changed)."""
     S = cc_state(I)
-    if g_empty(S, I, r) or F[S.share + r] == INF:
+    u = S.rf + r * CRF
+    if g_empty(S, I, r) or F[u + CF_SHARE] == INF:
         if I[S.ev_pos + r] >= 0:
             iheap_remove(I, F, S.ev_item, S.ev_pos, S.ev_t, 0, S.ev_len, 0, r)
         return
     head = g_first(S, I, F, r)
-    _schedule(S, I, F, r, t, F[S.vfin + head] - _vclock(S, F, r, t))
+    _schedule(S, I, F, r, t, F[S.vfin + head] - _vclock(F, u, t))
 
 
 @leaf
@@ -265,7 +273,7 @@ def _flush_touches(I, F):
     I[S.si + N_TCH] = 0
     for i in range(nt):
         r = I[S.tch_l + i]
-        I[S.tch_f + r] = 0
+        I[S.ri + r * CRI + CI_TCH] = 0
         _touch(I, F, r, t)
 
 
@@ -289,19 +297,20 @@ def _flush_checks(I, F):
     si = S.si
     for i in range(I[si + N_DEC]):
         r = I[S.dec_l + i]
-        I[S.dec_f + r] = 0
+        I[S.ri + r * CRI + CI_DEC] = 0
         _pair_key(S, I, F, r, True)
     I[si + N_DEC] = 0
     for i in range(I[si + N_INC]):
         r = I[S.inc_l + i]
-        I[S.inc_f + r] = 0
+        q = S.ri + r * CRI
+        I[q + CI_INC] = 0
         _pair_key(S, I, F, r, False)
-        _mark(I, S.chk_f, S.chk_l, S.si, N_CHK, r)
+        _mark(I, q + CI_CHK, S.chk_l, S.si, N_CHK, r)
     I[si + N_INC] = 0
     nc = 0
     for i in range(I[si + N_CHK]):
         b = I[S.chk_l + i]
-        I[S.chk_f + b] = 0
+        I[S.ri + b * CRI + CI_CHK] = 0
         nc = _check(I, F, b, nc)
     I[si + N_CHK] = 0
     return nc

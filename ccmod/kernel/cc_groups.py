@@ -23,18 +23,21 @@ import numpy as np
 from ccmod.kernel.compiled import leaf
 from ccmod.kernel.heaps import heap_push32, heap_remove32, order_key
 from ccmod.kernel.rawbuf import as_i32
+from ccmod.kernel.state import (CF_SHARE, CF_T_AT, CF_V_AT, CI_G_LEN, CI_L_HEAD, CI_L_TAIL,
+                                CRI)
 
 INF = np.inf
 
 
 @leaf
-def _vclock(S, F, r, t):
-    """Group r's virtual clock at t (quiet-seconds served per member; stands still while
-    the group is idle, its share infinite)."""
-    s = F[S.share + r]
+def _vclock(F, u, t):
+    """The virtual clock at t of the group whose resource's record in ``F`` is at ``u``
+    (quiet-seconds served per member; stands still while the group is idle, its share
+    infinite)."""
+    s = F[u + CF_SHARE]
     if s == INF:
-        return F[S.v_at + r]
-    return F[S.v_at + r] + s * (t - F[S.t_at + r])
+        return F[u + CF_V_AT]
+    return F[u + CF_V_AT] + s * (t - F[u + CF_T_AT])
 
 
 @leaf
@@ -50,8 +53,9 @@ def _before(S, I, F, a, b):
 @leaf
 def g_first(S, I, F, r):
     """Group r's first member in finish order, or -1 when the group is empty."""
-    a = I[S.l_head + r]
-    if I[S.g_len + r] == 0:
+    q = S.ri + r * CRI
+    a = I[q + CI_L_HEAD]
+    if I[q + CI_G_LEN] == 0:
         return a
     b = I[S.g_item + I[S.seg + r]]
     if a < 0 or _before(S, I, F, b, a):
@@ -62,7 +66,8 @@ def g_first(S, I, F, r):
 @leaf
 def g_empty(S, I, r):
     """Has group r no member?"""
-    return I[S.g_len + r] == 0 and I[S.l_head + r] < 0
+    q = S.ri + r * CRI
+    return I[q + CI_G_LEN] == 0 and I[q + CI_L_HEAD] < 0
 
 
 @leaf
@@ -70,46 +75,50 @@ def g_add(S, I, F, r, m):
     """Put m (its mark ``vfin[m]`` set) into group r: at an end of the run when it
     finishes after the run's last member or before its first, else into the heap."""
     J = as_i32(I)
-    t = I[S.l_tail + r]
+    q = S.ri + r * CRI
+    t = I[q + CI_L_TAIL]
     if t < 0:
-        I[S.l_head + r] = m
-        I[S.l_tail + r] = m
+        I[q + CI_L_HEAD] = m
+        I[q + CI_L_TAIL] = m
         J[S.g_next + m] = -1
         J[S.g_pos + m] = -2
     elif _before(S, I, F, t, m):
         J[S.g_next + t] = m
         J[S.g_next + m] = -1
         J[S.g_pos + m] = -3 - t
-        I[S.l_tail + r] = m
+        I[q + CI_L_TAIL] = m
     else:
-        h = I[S.l_head + r]
+        h = I[q + CI_L_HEAD]
         if _before(S, I, F, m, h):
             J[S.g_next + m] = h
             J[S.g_pos + h] = -3 - m
             J[S.g_pos + m] = -2
-            I[S.l_head + r] = m
+            I[q + CI_L_HEAD] = m
         else:
-            heap_push32(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
+            heap_push32(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], q + CI_G_LEN, 0,
+                        m)
 
 
 @leaf
 def g_del(S, I, F, r, m):
     """Take member m out of group r (from wherever it is)."""
     J = as_i32(I)
+    q = S.ri + r * CRI
     p = J[S.g_pos + m]
     if p >= 0:
-        heap_remove32(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], S.g_len, r, m)
+        heap_remove32(I, F, S.g_item, S.g_pos, S.vfin, S.okey, I[S.seg + r], q + CI_G_LEN, 0,
+                      m)
         return
     prev = -3 - p
     nx = J[S.g_next + m]
     if prev >= 0:
         J[S.g_next + prev] = nx
     else:
-        I[S.l_head + r] = nx
+        I[q + CI_L_HEAD] = nx
     if nx >= 0:
         J[S.g_pos + nx] = p            # nx's predecessor is now m's
     else:
-        I[S.l_tail + r] = prev
+        I[q + CI_L_TAIL] = prev
     J[S.g_pos + m] = -1
 
 
@@ -118,9 +127,10 @@ def g_take_sorted(S, I, F, r, vmax, out):
     """When group r's run is empty and its heap is a sorted array whose last mark is at
     most ``vmax`` (members that joined together in order and finish together), take them
     all in that order into ``I[out:]`` without a sift each; returns how many (0: not so)."""
-    n = I[S.g_len + r]
+    q = S.ri + r * CRI
+    n = I[q + CI_G_LEN]
     o = S.g_item + I[S.seg + r]
-    if n <= 8 or I[S.l_head + r] >= 0 or F[S.vfin + I[o + n - 1]] > vmax:
+    if n <= 8 or I[q + CI_L_HEAD] >= 0 or F[S.vfin + I[o + n - 1]] > vmax:
         return 0
     for i in range(1, n):
         if not _before(S, I, F, I[o + i - 1], I[o + i]):
@@ -130,5 +140,5 @@ def g_take_sorted(S, I, F, r, vmax, out):
         m2 = I[o + i]
         J[S.g_pos + m2] = -1
         I[out + i] = m2
-    I[S.g_len + r] = 0
+    I[q + CI_G_LEN] = 0
     return n

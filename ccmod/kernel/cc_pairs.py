@@ -37,6 +37,8 @@ import numpy as np
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.heaps import heap_push, heap_remove
 from ccmod.kernel.rawbuf import as_i32
+from ccmod.kernel.state import (CF_DMIN, CF_FREE, CF_SHARE, CI_DFR, CI_DGRP, CI_DMSG, CI_G_LEN,
+                                CI_L_HEAD, CI_NDEF, CI_PH_LEN, CI_RP_HEAD, CRF, CRI)
 
 INF = np.inf
 # integer scalars (si) of the rule's state; N_PF: free pairs, N_CHK: groups to check for
@@ -101,7 +103,8 @@ def _others_add(S, I, F, r, e, b, m):
     """Route entry (slot) e of message m, on resource r, bottlenecked at b elsewhere,
     joins pair (r, b)."""
     J = as_i32(I)
-    p = I[S.rp_head + r]
+    q = S.ri + r * CRI
+    p = I[q + CI_RP_HEAD]
     while p >= 0 and I[S.pb + p] != b:
         p = I[S.rnext + p]
     if p < 0:
@@ -111,14 +114,15 @@ def _others_add(S, I, F, r, e, b, m):
         I[S.pb + p] = b
         I[S.pcnt + p] = 0
         I[S.phead + p] = -1
-        h = I[S.rp_head + r]
+        h = I[q + CI_RP_HEAD]
         I[S.rnext + p] = h
         I[S.rprev + p] = -1
         if h >= 0:
             I[S.rprev + h] = p
-        I[S.rp_head + r] = p
-        F[S.pkey + p] = F[S.share + r]
-        heap_push(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
+        I[q + CI_RP_HEAD] = p
+        F[S.pkey + p] = F[S.rf + r * CRF + CF_SHARE]
+        heap_push(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b],
+                  S.ri + b * CRI + CI_PH_LEN, 0, p)
     h = I[S.phead + p]
     J[S.e_next + e] = h
     J[S.e_prev + e] = -1
@@ -143,38 +147,44 @@ def defer(S, I, F, r, e, b, m):
     or defer it when r cannot bind before b while r stays as it is (its share above b's
     ceiling ``min(free[b], 1)``, or equal and r after b), or only once b is down to its
     ceiling (equal, r before b: counted in ``dmin[b]``)."""
-    s = F[S.share + r]
-    cap = min(F[S.free + b], 1.0)
+    ub = S.rf + b * CRF
+    s = F[S.rf + r * CRF + CF_SHARE]
+    cap = min(F[ub + CF_FREE], 1.0)
     if s < cap:
         pair_entry(I, F, r, e, b, m)
         return
-    I[S.dfr + r] = e
-    I[S.dgrp + r] = b
-    I[S.dmsg + r] = m
-    I[S.ndef + b] += 1
-    if s == cap and r < b and s < F[S.dmin + b]:
-        F[S.dmin + b] = s
+    q = S.ri + r * CRI
+    I[q + CI_DFR] = e
+    I[q + CI_DGRP] = b
+    I[q + CI_DMSG] = m
+    I[S.ri + b * CRI + CI_NDEF] += 1
+    if s == cap and r < b and s < F[ub + CF_DMIN]:
+        F[ub + CF_DMIN] = s
 
 
 @leaf
 def _undefer(S, I, F, r):
     """The deferred entry on r leaves its group's count."""
-    b = I[S.dgrp + r]
-    I[S.dfr + r] = -1
-    n = I[S.ndef + b] - 1
-    I[S.ndef + b] = n
+    q = S.ri + r * CRI
+    b = I[q + CI_DGRP]
+    I[q + CI_DFR] = -1
+    qb = S.ri + b * CRI
+    n = I[qb + CI_NDEF] - 1
+    I[qb + CI_NDEF] = n
     if n == 0:
-        F[S.dmin + b] = INF       # none left: no bound
+        F[S.rf + b * CRF + CF_DMIN] = INF       # none left: no bound
 
 
 @leaf
 def pair_deferred(S, I, F, r):
     """r is about to change: its deferred entry gets the pair it would have had (keyed by
     share[r], unchanged since the entry's join)."""
-    e = I[S.dfr + r]
-    b = I[S.dgrp + r]
+    q = S.ri + r * CRI
+    e = I[q + CI_DFR]
+    b = I[q + CI_DGRP]
+    m = I[q + CI_DMSG]
     _undefer(S, I, F, r)
-    _others_add(S, I, F, r, e, b, I[S.dmsg + r])
+    _others_add(S, I, F, r, e, b, m)
 
 
 @leaf
@@ -184,13 +194,14 @@ def pair_group_deferred(S, I, F, b):
     ceiling (one member at most, unless ``ccmod:capacity=ratio``) or after a background
     step raised free[b]."""
     J = as_i32(I)
-    m = I[S.l_head + b]
-    while m >= 0 and I[S.ndef + b] > 0:
+    qb = S.ri + b * CRI
+    m = I[qb + CI_L_HEAD]
+    while m >= 0 and I[qb + CI_NDEF] > 0:
         _pair_member(S, I, F, b, m)
         m = J[S.g_next + m]
     o = S.g_item + I[S.seg + b]
-    for i in range(I[S.g_len + b]):
-        if I[S.ndef + b] == 0:
+    for i in range(I[qb + CI_G_LEN]):
+        if I[qb + CI_NDEF] == 0:
             break
         _pair_member(S, I, F, b, I[o + i])
 
@@ -204,7 +215,7 @@ def _pair_member(S, I, F, b, m):
     d = J[S.e_base + m] - e0          # route entry -> entry slot
     for e in range(e0, as_i32(I)[S.route_end + m]):
         r = J[S.route_res + e]
-        if I[S.dfr + r] == e + d:
+        if I[S.ri + r * CRI + CI_DFR] == e + d:
             _undefer(S, I, F, r)
             _others_add(S, I, F, r, e + d, b, m)
 
@@ -215,7 +226,7 @@ def _others_del(S, I, F, r, e):
     J = as_i32(I)
     p = J[S.e_pair + e] - 1
     if p < 0:
-        if I[S.dfr + r] == e:
+        if I[S.ri + r * CRI + CI_DFR] == e:
             _undefer(S, I, F, r)
         return
     _unpair(I, F, e, p)
@@ -247,10 +258,11 @@ def _unpair(I, F, e, p):
         if rv >= 0:
             I[S.rnext + rv] = rn
         else:
-            I[S.rp_head + r] = rn
+            I[S.ri + r * CRI + CI_RP_HEAD] = rn
         if rn >= 0:
             I[S.rprev + rn] = rv
-        heap_remove(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b], S.ph_len, b, p)
+        heap_remove(I, F, S.ph_item, S.ph_pos, S.pkey, S.pb, I[S.ph_seg + b],
+                    S.ri + b * CRI + CI_PH_LEN, 0, p)
         n = I[S.si + N_PF]
         I[S.pfree + n] = p
         I[S.si + N_PF] = n + 1
@@ -258,8 +270,9 @@ def _unpair(I, F, e, p):
 
 @leaf
 def _mark(I, flag, lst, si, k, r):
-    """Note r once in the list at ``lst`` (flag at ``flag + r``; ``I[si + k]`` entries)."""
-    if not I[flag + r]:
-        I[flag + r] = 1
+    """Note r once in the list at ``lst`` (``I[si + k]`` entries), its flag at ``flag``
+    (in r's record: ``S.ri + r * CRI + CI_TCH``, ...)."""
+    if not I[flag]:
+        I[flag] = 1
         I[lst + I[si + k]] = r
         I[si + k] += 1

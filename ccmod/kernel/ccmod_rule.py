@@ -44,7 +44,10 @@ import numpy as np
 
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
-from ccmod.kernel.state import CcState, check_ids
+from ccmod.kernel.state import (CC_RES_F, CC_RES_I, CF_AREA, CF_BUSY, CF_DMIN, CF_FREE,
+                                CF_SHARE, CF_T_AT, CF_T_CHG, CF_V_AT, CI_COUNT, CI_DEC, CI_DFR,
+                                CI_INC, CI_LONE, CI_NDEF, CI_PEAK, CI_PH_LEN, CI_RP_HEAD, CI_TCH,
+                                CRF, CRI, CcRes, CcState, check_ids, records)
 from ccmod.kernel.cc_flush import cc_flush, cc_pending
 from ccmod.kernel.cc_groups import _vclock, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.cc_pairs import (N_ACTIVE, N_DEC, N_DONE, N_ETOP, N_FRESH, N_INC, N_NEW,
@@ -99,33 +102,37 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     if routes is None:
         from ccmod.kernel.state import own_routes
         routes = own_routes(A, route_ptr, route_res)
+    ri, rf, res = _resource_records(A, R, background)
     return A.struct(
-        CcState, free=("f", R, 1.0 - np.asarray(background, np.float64)), count=("i", R, 0),
-        share=("f", R, INF), v_at=("f", R, 0.0), t_at=("f", R, 0.0), peak=("i", R, 0),
-        area=("f", R, 0.0), busy=("f", R, 0.0), t_chg=("f", R, 0.0), seg=("i", R + 1, seg),
-        g_len=("i", R, 0), g_item=("i", P, 0), g_pos=("j", M, 0), vfin=("f", M, 0.0),
+        CcState, ri=("v", ri), rf=("v", rf), **res, seg=("i", R + 1, seg),
+        g_item=("i", P, 0), g_pos=("j", M, 0), vfin=("f", M, 0.0),
         pr=("i", NP, 0), pb=("i", NP, 0), pcnt=("i", NP, 0), phead=("i", NP, 0),
         pkey=("f", NP, 0.0), ph_pos=("i", NP, 0), rnext=("i", NP, 0), rprev=("i", NP, 0),
-        pfree=("i", NP, 0), rp_head=("i", R, -1),
-        ph_len=("i", R, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),
+        pfree=("i", NP, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),
         e_pair=("j", E, 0), e_next=("j", E, 0), e_prev=("j", E, 0),
-        stk=("i", int(max(pcap.max() if R else 0, 0)) + 1, 0), chk_f=("i", R, 0),
-        chk_l=("i", R, 0), bott=("j", M, -1) if bott is None else bott, ev_len=("i", 1, 0), ev_item=("i", R, 0),
+        stk=("i", int(max(pcap.max() if R else 0, 0)) + 1, 0), chk_l=("i", R, 0),
+        bott=("j", M, -1) if bott is None else bott, ev_len=("i", 1, 0), ev_item=("i", R, 0),
         ev_pos=("i", R, -1), ev_t=("f", R, INF), new_m=("i", M, 0), new_w=("f", M, 0.0),
-        dec_f=("i", R, 0), dec_l=("i", R, 0), inc_f=("i", R, 0), inc_l=("i", R, 0),
-        tch_f=("i", R, 0), tch_l=("i", R, 0), cand_f=("j", M, 0), cand_l=("i", M, 0),
-        done=("i", M, 0), si=("i", N_SI, si0), sf=("f", 2, 0.0), route_ptr=routes[0],
-        route_res=routes[1], emsg=("j", E, 0), route_end=routes[2], okey=routes[3],
-        lone=("i", R, -1), l_head=("i", R, -1), l_tail=("i", R, -1), g_next=("j", M, 0),
-        dfr=("i", R, -1), dgrp=("i", R, 0), dmsg=("i", R, 0), ndef=("i", R, 0),
-        dmin=("f", R, INF), e_base=("j", M, 0), eb_head=("j", H + 1, -1))
+        dec_l=("i", R, 0), inc_l=("i", R, 0), tch_l=("i", R, 0), cand_f=("j", M, 0),
+        cand_l=("i", M, 0), done=("i", M, 0), si=("i", N_SI, si0), sf=("f", 2, 0.0),
+        route_ptr=routes[0], route_res=routes[1], emsg=("j", E, 0), route_end=routes[2],
+        okey=routes[3], g_next=("j", M, 0), e_base=("j", M, 0), eb_head=("j", H + 1, -1))
+
+
+def _resource_records(A, R, background):
+    """Lay out the resources' records (:data:`ccmod.kernel.state.CC_RES_I`, ``CC_RES_F``)
+    in arena ``A``: ``(ri, rf, fields)``, the records' offsets in ``I`` and ``F`` and the
+    strided specs of their fields (Python's views of them)."""
+    init = {"lone": -1, "dfr": -1, "l_head": -1, "l_tail": -1, "rp_head": -1,
+            "share": INF, "free": 1.0 - np.asarray(background, np.float64), "dmin": INF}
+    recs, fields = records(A, CcRes, R, (CC_RES_I, CRI), (CC_RES_F, CRF), init)
+    return recs.irec, recs.frec, fields
 
 
 @leaf
 def cc_vclock(I, F, r, t):
     """Virtual clock (quiet-seconds served per message) of group r at time t."""
-    S = cc_state(I)
-    return _vclock(S, F, r, t)
+    return _vclock(F, cc_state(I).rf + r * CRF, t)
 
 
 @leaf
@@ -139,54 +146,57 @@ def _set_count(S, I, F, r, t, delta):
     """:func:`cc_set_count` with the caller's offsets: inlined in a start's or an end's
     loop over the route, reading its own after each hop's stores into ``I`` (which may be
     the header, for all LLVM knows) cost ~10 loads per hop."""
-    c0 = I[S.count + r]
+    q = S.ri + r * CRI
+    u = S.rf + r * CRF
+    c0 = I[q + CI_COUNT]
     c = c0 + delta
     if c == 0:
-        _went_idle(S, I, F, r, t)
+        _went_idle(I, F, q, u, t)
         return 0
     # a second change of r at one instant (the starts and ends of an incast) integrates
     # nothing: the clock and the statistics would add exact zeros (v_at + s * 0.0 is
     # v_at, the values being >= +0.0)
-    if F[S.t_at + r] != t:
+    if F[u + CF_T_AT] != t:
         if c0:
             # (idle, the share is infinite and the clock stands still; emptied, it
             # restarts: only a group that keeps members carries its clock on)
-            F[S.v_at + r] = _vclock(S, F, r, t)
-        F[S.t_at + r] = t
-    if F[S.t_chg + r] != t:
+            F[u + CF_V_AT] = _vclock(F, u, t)
+        F[u + CF_T_AT] = t
+    if F[u + CF_T_CHG] != t:
         if c0:
-            dt = t - F[S.t_chg + r]
-            F[S.area + r] += c0 * dt
-            F[S.busy + r] += dt
-        F[S.t_chg + r] = t
-    I[S.count + r] = c
+            dt = t - F[u + CF_T_CHG]
+            F[u + CF_AREA] += c0 * dt
+            F[u + CF_BUSY] += dt
+        F[u + CF_T_CHG] = t
+    I[q + CI_COUNT] = c
     # BA never exceeds 1 (no faster than quiet): only binds when free > 1, i.e. under
     # ccmod:capacity=ratio where free is a capacity / quiet-bandwidth ratio (free / 1 is
     # free exactly: no division for a message alone on r)
     if c == 1:
-        F[S.share + r] = min(F[S.free + r], 1.0)
+        F[u + CF_SHARE] = min(F[u + CF_FREE], 1.0)
     else:
-        F[S.share + r] = min(F[S.free + r] / c, 1.0)
-    if c > I[S.peak + r]:
-        I[S.peak + r] = c
+        F[u + CF_SHARE] = min(F[u + CF_FREE] / c, 1.0)
+    if c > I[q + CI_PEAK]:
+        I[q + CI_PEAK] = c
     return c
 
 
 @leaf
-def _went_idle(S, I, F, r, t):
-    """The last message on resource r left it at t (its count 1 -> 0): integrate its
-    statistics (its count, 1, times the time since the last change) and empty its group
-    (infinite share, the clock restarts: keeps precision). :func:`_set_count`'s end of a
-    resource, also :func:`_end_alone`'s whole work per resource."""
-    F[S.t_at + r] = t
-    if F[S.t_chg + r] != t:
-        dt = t - F[S.t_chg + r]
-        F[S.area + r] += dt
-        F[S.busy + r] += dt
-        F[S.t_chg + r] = t
-    I[S.count + r] = 0
-    F[S.share + r] = INF
-    F[S.v_at + r] = 0.0
+def _went_idle(I, F, q, u, t):
+    """The last message on a resource (its records at ``q`` in ``I`` and ``u`` in ``F``)
+    left it at t (its count 1 -> 0): integrate its statistics (its count, 1, times the
+    time since the last change) and empty its group (infinite share, the clock restarts:
+    keeps precision). :func:`_set_count`'s end of a resource, also :func:`_end_alone`'s
+    whole work per resource."""
+    F[u + CF_T_AT] = t
+    if F[u + CF_T_CHG] != t:
+        dt = t - F[u + CF_T_CHG]
+        F[u + CF_AREA] += dt
+        F[u + CF_BUSY] += dt
+        F[u + CF_T_CHG] = t
+    I[q + CI_COUNT] = 0
+    F[u + CF_SHARE] = INF
+    F[u + CF_V_AT] = 0.0
 
 
 @leaf
@@ -197,9 +207,10 @@ def _join_busy(I, F, r, t):
     with its own offsets: a start's common hop (r idle) does not load these."""
     S = cc_state(I)
     _set_count(S, I, F, r, t, 1)
-    if I[S.rp_head + r] >= 0:
-        _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
-    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+    q = S.ri + r * CRI
+    if I[q + CI_RP_HEAD] >= 0:
+        _mark(I, q + CI_DEC, S.dec_l, S.si, N_DEC, r)
+    _mark(I, q + CI_TCH, S.tch_l, S.si, N_TCH, r)
 
 
 @leaf
@@ -208,7 +219,7 @@ def _pair_before_change(I, F, r):
     its route, or a deferred entry): pair it. Out of line, with its own offsets, which the
     callers' common path (nothing unpaired on r) then does not load at every call."""
     S = cc_state(I)
-    if I[S.lone + r] >= 0:
+    if I[S.ri + r * CRI + CI_LONE] >= 0:
         _pairs_of_lone(S, I, F, r)
     else:
         pair_deferred(S, I, F, r)
@@ -222,14 +233,14 @@ def _pairs_of_lone(S, I, F, r):
     changed, so they are what the join would have made (keyed by the same shares); pairs
     only feed the checks of later changes."""
     J = as_i32(I)
-    m = I[S.lone + r]
+    m = I[S.ri + r * CRI + CI_LONE]
     b = J[S.bott + m]
     if J[S.e_base + m] < 0:
         entries_take(S, I, m)       # (a message alone since its start has none)
     d = J[S.e_base + m] - as_i32(I)[S.route_ptr + m]      # route entry -> entry slot
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r2 = J[S.route_res + e]
-        I[S.lone + r2] = -1
+        I[S.ri + r2 * CRI + CI_LONE] = -1
         if r2 == r:
             if r2 != b:
                 _others_add(S, I, F, r2, e + d, b, m)
@@ -256,19 +267,21 @@ def cc_start(I, F, m, t, work):
     as_i32(I)[S.e_base + m] = -1          # no entry slots yet (cc_pairs)
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
-        if I[S.count + r] == 0:
+        q = S.ri + r * CRI
+        if I[q + CI_COUNT] == 0:
             # r was idle (most hops of light traffic): its clocks start at t, nothing to
             # integrate (as _set_count from 0), no pairs to re-key, its group nothing to
             # re-schedule (a message alone on its route costs no flush work beyond its
             # own join), no entry left unpaired (lone, deferred: an active message's)
-            I[S.count + r] = 1
-            F[S.t_at + r] = t
-            F[S.t_chg + r] = t
-            F[S.share + r] = min(F[S.free + r], 1.0)
-            if I[S.peak + r] < 1:
-                I[S.peak + r] = 1
+            u = S.rf + r * CRF
+            I[q + CI_COUNT] = 1
+            F[u + CF_T_AT] = t
+            F[u + CF_T_CHG] = t
+            F[u + CF_SHARE] = min(F[u + CF_FREE], 1.0)
+            if I[q + CI_PEAK] < 1:
+                I[q + CI_PEAK] = 1
         else:
-            if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
+            if I[q + CI_LONE] >= 0 or I[q + CI_DFR] >= 0:
                 _pair_before_change(I, F, r)
             _join_busy(I, F, r, t)
     k = I[S.si + N_NEW]
@@ -283,21 +296,23 @@ def cc_set_free(I, F, r, t, free):
     """Background step: resource r keeps the fraction ``free`` for messages from t on."""
     S = cc_state(I)
     cc_at(I, F, t)
-    if I[S.lone + r] >= 0 or I[S.dfr + r] >= 0:
+    q = S.ri + r * CRI
+    u = S.rf + r * CRF
+    if I[q + CI_LONE] >= 0 or I[q + CI_DFR] >= 0:
         _pair_before_change(I, F, r)
-    F[S.v_at + r] = _vclock(S, F, r, t)
-    F[S.t_at + r] = t
-    old = F[S.share + r]
-    if free > F[S.free + r] and I[S.ndef + r] > 0:
-        F[S.dmin + r] = 0.0          # its ceiling rose: pair its deferred entries at its check
-    F[S.free + r] = free
-    c = I[S.count + r]
-    F[S.share + r] = min(free / c, 1.0) if c > 0 else INF
-    if F[S.share + r] < old:
-        _mark(I, S.dec_f, S.dec_l, S.si, N_DEC, r)
-    elif F[S.share + r] > old:
-        _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
-    _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+    F[u + CF_V_AT] = _vclock(F, u, t)
+    F[u + CF_T_AT] = t
+    old = F[u + CF_SHARE]
+    if free > F[u + CF_FREE] and I[q + CI_NDEF] > 0:
+        F[u + CF_DMIN] = 0.0          # its ceiling rose: pair its deferred entries at its check
+    F[u + CF_FREE] = free
+    c = I[q + CI_COUNT]
+    F[u + CF_SHARE] = min(free / c, 1.0) if c > 0 else INF
+    if F[u + CF_SHARE] < old:
+        _mark(I, q + CI_DEC, S.dec_l, S.si, N_DEC, r)
+    elif F[u + CF_SHARE] > old:
+        _mark(I, q + CI_INC, S.inc_l, S.si, N_INC, r)
+    _mark(I, q + CI_TCH, S.tch_l, S.si, N_TCH, r)
 
 
 @leaf
@@ -322,7 +337,7 @@ def cc_pop_due(I, F, t, bott_out):
     nd = 0
     while I[S.ev_len] > 0 and F[S.ev_t + I[S.ev_item]] <= t:
         r = heap_pop(I, F, S.ev_item, S.ev_pos, S.ev_t, -1, 0, S.ev_len, 0)
-        vt = _vclock(S, F, r, t)
+        vt = _vclock(F, S.rf + r * CRF, t)
         # rounding of the virtual clock only: relative to its magnitude, so a long busy
         # period does not merge completions that are really apart
         tol = 16 * 2.2e-16 * abs(vt)
@@ -341,7 +356,7 @@ def cc_pop_due(I, F, t, bott_out):
         if not g_empty(S, I, r):
             # members left: re-schedule; an emptied group is out of the heap already
             # (nothing to touch: a lone message's end then needs no flush at all)
-            _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+            _mark(I, S.ri + r * CRI + CI_TCH, S.tch_l, S.si, N_TCH, r)
     if bott_out != S.bott:
         # (a group of its own: its last group is the output; the engine's rule keeps
         # its groups in the output itself, cc_new's bott)
@@ -353,18 +368,18 @@ def cc_pop_due(I, F, t, bott_out):
 
 
 @leaf
-def _may_leave(S, I, F, r):
-    """After r's share rose: may its check find anything at the flush? Not when r has no
-    pairs to re-key, its group no pair (``ph_len``) and no deferred entry its share has
-    reached (``dmin``): the check would walk nothing. (An incast's downlink, whose
-    members' other entries are all deferred: each end then only re-schedules the group.)
-    Whatever could add one before the flush marks r itself: a pair in r's group from a
-    change on its resource (re-keyed there with a drop, which marks r; or keyed above
-    r's ceiling), a lowered ``dmin`` only at joins (after the checks) or with a rise of
-    ``free[r]`` (which marks r); a later end at this instant asks again, with the higher
-    share."""
-    return (I[S.rp_head + r] >= 0 or I[S.ph_len + r] > 0 or
-            F[S.dmin + r] <= F[S.share + r])
+def _may_leave(I, F, q, u):
+    """After the share of a resource (its records at ``q`` in ``I``, ``u`` in ``F``)
+    rose: may its check find anything at the flush? Not when it has no pairs to re-key,
+    its group no pair (``ph_len``) and no deferred entry its share has reached (``dmin``):
+    the check would walk nothing. (An incast's downlink, whose members' other entries are
+    all deferred: each end then only re-schedules the group.) Whatever could add one
+    before the flush marks the resource itself: a pair in its group from a change on its
+    resource (re-keyed there with a drop, which marks it; or keyed above its ceiling), a
+    lowered ``dmin`` only at joins (after the checks) or with a rise of its ``free``
+    (which marks it); a later end at this instant asks again, with the higher share."""
+    return (I[q + CI_RP_HEAD] >= 0 or I[q + CI_PH_LEN] > 0 or
+            F[u + CF_DMIN] <= F[u + CF_SHARE])
 
 
 @leaf
@@ -374,7 +389,8 @@ def cc_end(I, F, m, t):
     e0 = as_i32(I)[S.route_ptr + m]
     # (each path with its own offsets: loaded here, the shared end's ~25 were paid by
     # every end, most of which are lone in light traffic)
-    if e0 < as_i32(I)[S.route_end + m] and I[S.lone + as_i32(I)[S.route_res + e0]] >= 0:
+    if e0 < as_i32(I)[S.route_end + m] and \
+            I[S.ri + as_i32(I)[S.route_res + e0] * CRI + CI_LONE] >= 0:
         _end_alone(I, F, m, t)
     else:
         _end_shared(I, F, m, t)
@@ -390,9 +406,10 @@ def _end_shared(I, F, m, t):
         r = as_i32(I)[S.route_res + e]
         _others_del(S, I, F, r, e + d)
         if _set_count(S, I, F, r, t, -1) > 0:
-            if _may_leave(S, I, F, r):
-                _mark(I, S.inc_f, S.inc_l, S.si, N_INC, r)
-            _mark(I, S.tch_f, S.tch_l, S.si, N_TCH, r)
+            q = S.ri + r * CRI
+            if _may_leave(I, F, q, S.rf + r * CRF):
+                _mark(I, q + CI_INC, S.inc_l, S.si, N_INC, r)
+            _mark(I, q + CI_TCH, S.tch_l, S.si, N_TCH, r)
         # else r is idle now: no pairs, an empty group (cc_pop_due took m out of its own
         # group and marked it), nothing to check or re-schedule
     entries_give(S, I, m)
@@ -409,7 +426,8 @@ def _end_alone(I, F, m, t):
     S = cc_state(I)
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
-        I[S.lone + r] = -1
-        _went_idle(S, I, F, r, t)
+        q = S.ri + r * CRI
+        I[q + CI_LONE] = -1
+        _went_idle(I, F, q, S.rf + r * CRF, t)
     entries_give(S, I, m)
     I[S.si + N_ACTIVE] -= 1

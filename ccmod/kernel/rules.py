@@ -24,19 +24,19 @@ from ccmod.kernel.maxmin import F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free,
 from ccmod.kernel.heaps import order_key
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.record import log_load, sig
-from ccmod.kernel.state import FC_FLOW_CAP, MmConfig
+from ccmod.kernel.state import CI_COUNT, CRI, FC_FLOW_CAP, MmConfig
 
 INF = float("inf")
 
 
 @kernel_jit
-def log_route(L, I, m, t, count):
-    """Record the message count of each resource on message m's route (``count``: the
-    offset of the rule's per-resource counts)."""
+def log_route(L, I, m, t, count, stride):
+    """Record the message count of each resource on message m's route (resource r's at
+    ``I[count + r * stride]``: the rule's per-resource counts)."""
     M = msg_in(I)
     for e in range(as_i32(I)[M.route_ptr + m], as_i32(I)[M.route_end + m]):
         r = as_i32(I)[M.route_res + e]
-        log_load(L, (t, r, I[count + r]))
+        log_load(L, (t, r, I[count + r * stride]))
 
 
 # -- the article's rule ------------------------------------------------------------------
@@ -44,7 +44,7 @@ def _cc_start(C, L, I, F, m, t, work):
     sig(C, L, t, SG_MSGSTART, order_key(I, msg_in(I).okey, m), 0, 0, 0, 0.0)
     cc_start(I, F, m, t, work)
     if C.record:
-        log_route(L, I, m, t, cc_state(I).count)
+        log_route(L, I, m, t, cc_state(I).ri + CI_COUNT, CRI)
 
 
 def _cc_next(C, I, F):
@@ -61,7 +61,7 @@ def _cc_due(C, L, I, F, t):
         m = I[CS.done + i]
         cc_end(I, F, m, t)
         if C.record:
-            log_route(L, I, m, t, CS.count)
+            log_route(L, I, m, t, CS.ri + CI_COUNT, CRI)
     if I[CS.si + N_DEC] != 0 or I[CS.si + N_INC] != 0:
         cc_flush(I, F)
     # else only re-schedules are pending: left to the next rule_next, after the starts
@@ -80,7 +80,7 @@ def _mm_start(C, L, I, F, m, t, work):
     sig(C, L, t, SG_MSGSTART, order_key(I, M.okey, m), 0, 0, 0, 0.0)
     mm_start(I, F, m, t, work, F[M.flow_cap + per_msg(M, FC_FLOW_CAP, m)])
     if C.record:
-        log_route(L, I, m, t, mm_state(I).count)
+        log_route(L, I, m, t, mm_state(I).count, 1)
 
 
 def _mm_next(C, I, F):
@@ -96,7 +96,7 @@ def _mm_due(C, L, I, F, t):
     for i in range(nd):
         mm_end(I, F, I[MS.done_s + i], t)
         if C.record:
-            log_route(L, I, I[MS.done + i], t, MS.count)
+            log_route(L, I, I[MS.done + i], t, MS.count, 1)
     return nd, MS.done
 
 

@@ -97,11 +97,29 @@ Logs = namedtuple("Logs", "states load sig")
 BgSteps = namedtuple("BgSteps", "n t res load")
 #: the sharing rules' state (:mod:`ccmod.kernel.ccmod_rule`, :mod:`ccmod.kernel.maxmin`)
 CcState = namedtuple("CcState", (
-    "free count share v_at t_at peak area busy t_chg "
+    "ri rf free count share v_at t_at peak area busy t_chg "
     "seg g_len g_item g_pos vfin pr pb pcnt phead pkey ph_pos rnext rprev pfree rp_head "
     "ph_len ph_seg ph_item e_pair e_next e_prev stk chk_f chk_l bott ev_len ev_item ev_pos ev_t new_m new_w dec_f dec_l inc_f inc_l tch_f tch_l "
     "cand_f cand_l done si sf route_ptr route_res emsg route_end okey lone l_head l_tail g_next "
     "dfr dgrp dmsg ndef dmin e_base eb_head"))
+#: a resource's fields under the article's rule side by side: a record of ``CRI`` int64
+#: words in ``I`` and one of ``CRF`` float64 words in ``F`` per resource (64-byte aligned),
+#: resource r's at ``S.ri + r * CRI`` and ``S.rf + r * CRF``, each field at a fixed place
+#: in it (``CI_*``, ``CF_*``): ``I[S.ri + r * CRI + CI_COUNT]``. A rule function computes
+#: one base per resource and reaches its fields at constant displacements, where one
+#: offset per field (each loaded from the head of ``I``, kept in a register or spilled)
+#: cost most of a small function's instructions. For Python the fields are also
+#: :class:`CcState`'s strided views (``S.count``, ``S.share``, ...), as the ranks' (:data:`RI`).
+#: (the first line holds what a message's start and end read on every resource of its
+#: route, deferrals included: an incast's senders touch one line of each record)
+CC_RES_I = ("count", "lone", "dfr", "dgrp", "dmsg", "peak", "tch_f", "ndef",
+            "g_len", "l_head", "l_tail", "rp_head", "ph_len", "dec_f", "inc_f", "chk_f")
+CC_RES_F = ("share", "free", "t_at", "v_at", "t_chg", "area", "busy", "dmin")
+(CI_COUNT, CI_LONE, CI_DFR, CI_DGRP, CI_DMSG, CI_PEAK, CI_TCH, CI_NDEF, CI_G_LEN, CI_L_HEAD,
+ CI_L_TAIL, CI_RP_HEAD, CI_PH_LEN, CI_DEC, CI_INC, CI_CHK) = range(len(CC_RES_I))
+CF_SHARE, CF_FREE, CF_T_AT, CF_V_AT, CF_T_CHG, CF_AREA, CF_BUSY, CF_DMIN = range(len(CC_RES_F))
+CRI, CRF = 16, 8
+CcRes = namedtuple("CcRes", "irec frec")
 MmState = namedtuple("MmState", (
     "cap_full cap count peak area busy t_chg seg r_len r_item "
     "f_cls vfin h_left h_right f_msg f_okey f_free done_s d_flag d_list r_seen rl cap_left users done si sf "
@@ -430,22 +448,34 @@ def new_logs():
 NO_LOGS = Logs(0, 0, 0)
 
 
+def records(A, cls, n, ints, floats, init):
+    """Lay out ``n`` records in arena ``A``, as struct ``cls`` (fields ``irec``, ``frec``):
+    ``ints = (names, words)`` int64 fields in a record of that many words of ``I``,
+    ``floats`` float64 fields in one of ``F`` (both 64-byte aligned), each field's
+    initial value ``init[name]`` (0 when absent). Returns ``(recs, fields)``: the records'
+    offsets and the strided spec of each field (Python's views of it), as the ranks'
+    (:data:`RI`) and the resources' (:data:`CC_RES_I`) are laid out."""
+    (inames, iw), (fnames, fw) = ints, floats
+    irec, frec = np.zeros((n, iw), np.int64), np.zeros((n, fw))
+    for rec, names in ((irec, inames), (frec, fnames)):
+        for k, name in enumerate(names):
+            rec[:, k] = init.get(name, 0)
+    A.align("i", 8)                     # 64 bytes: a record's first words share one line
+    A.align("f", 8)
+    recs = A.struct(cls, irec=("i", n * iw, irec.ravel()), frec=("f", n * fw, frec.ravel()))
+    fields = {name: ("%", "i", recs.irec + k, n, iw) for k, name in enumerate(inames)}
+    fields.update({name: ("%", "f", recs.frec + k, n, fw) for k, name in enumerate(fnames)})
+    return recs, fields
+
+
 def rank_state(A, rank_ptr, nstates):
     n = len(rank_ptr) - 1
     # the ready ring holds at most 2n + 4 ranks; its capacity a power of two, so that a
     # place is the counter masked (``h & (nready - 1)``), not a division on the pop's path
     nready = 1 << (2 * n + 3).bit_length()
-    irec, frec = np.zeros((n, RI), np.int64), np.zeros((n, RF))
     init = {"pc": np.asarray(rank_ptr[:-1], np.int64), "block_state": -1, "paid_pc": -1,
             "finish": INF, "comp_end": INF}
-    for rec, names in ((irec, RANK_I), (frec, RANK_F)):
-        for k, name in enumerate(names):
-            rec[:, k] = init.get(name, 0)
-    A.align("i", RI)
-    A.align("f", RF)
-    recs = A.struct(RankRec, irec=("i", n * RI, irec.ravel()), frec=("f", n * RF, frec.ravel()))
-    fields = {name: ("%", "i", recs.irec + k, n, RI) for k, name in enumerate(RANK_I)}
-    fields.update({name: ("%", "f", recs.frec + k, n, RF) for k, name in enumerate(RANK_F)})
+    _, fields = records(A, RankRec, n, (RANK_I, RI), (RANK_F, RF), init)
     return A.struct(
         RankSt, nranks=("v", n), nready=("v", nready),
         state_s=("f", n * nstates, 0.0, (n, nstates)), barrier=("i", n, 0),
