@@ -39,7 +39,7 @@ arguments are dropped and functions called once inlined.
 """
 from __future__ import annotations
 
-from ccmod.kernel.compiled import (at_f, at_i, at_i8, at_i32, bg_steps, cc_state, leaf,
+from ccmod.kernel.compiled import (at_f, at_i, at_i8, at_i32, bg_steps, leaf,
                                    msg_in, msg_st, per_msg, program_view, rank_st, scalars,
                                    timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
@@ -49,7 +49,7 @@ from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, 
 from ccmod.kernel.rawbuf import as_i32, prefetch, raw
 from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
-from ccmod.kernel.state import FC_LATENCY, FC_O_SEND, FC_QUIET, MF, MJ, RF, RI
+from ccmod.kernel.state import FC_LATENCY, FC_O_SEND, FC_QUIET, MF, RF, RI
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS,
                                 K_RHEAD, K_RTAIL, K_STARTED, K_STARVED, NSTATES,
@@ -103,54 +103,6 @@ def _busy_for(I, F, r, t, d, state):
     I[R.comp_state + r * RI] = state
     arm_timer(I, F, r, EV_COMPUTE, t + d)
     I[R.block_state + r * RI] = RS_COMPUTING
-
-
-@njit(cache=True, inline="always")
-def _warm(C, P, I, F, pc, end, M, G):
-    """Prefetch what rank's next record will read when the rank runs again (another
-    horizon, usually): its message's fields, one cache line per field and message (the
-    per-message arrays of a large trace are far bigger than the cache, and a message's
-    fields are ~15 lines apart; the record itself is on the line just read)."""
-    if pc >= end:
-        return
-    # the rank's records one line (8 records) on: a rank's program is read once a round,
-    # a line at a time, and every rank is a stream of its own (too many for the hardware)
-    # (prefetch counts in 8-byte words: the int8 op codes' and the int32 message ids' line
-    # is at word pc / 8 and pc / 2)
-    prefetch(P.op, (pc + 8) >> 3)
-    prefetch(P.rec_msg, (pc + 8) >> 1)
-    prefetch(P.dur, pc + 8)
-    o = at_i8(P.op, pc)
-    if o == OP_COMPUTE:
-        prefetch(P.dur, pc)
-    elif o == OP_SEND or o == OP_ISEND or o == OP_RECV or o == OP_IRECV:
-        m = at_i32(P.rec_msg, pc)
-        prefetch(F, G.t_post_send + m * MF)     # its times: one line (state.MF)
-        prefetch(as_i32(I), M.eager + m)
-        prefetch(as_i32(I), M.route_ptr + m)
-        prefetch(as_i32(I), M.src + m)
-        prefetch(as_i32(I), M.unshared + m)
-        prefetch(F, M.quiet + per_msg(M, FC_QUIET, m))
-        if M.okey >= 0:
-            prefetch(I, M.okey + m)
-        prefetch(as_i32(I), M.kind + m)
-        if C.sharing == 0 and m >= 0:
-            S = cc_state(I)
-            prefetch(as_i32(I), S.bott + m)
-            prefetch(F, S.vfin + m)
-            prefetch(as_i32(I), S.g_pos + m)
-            prefetch(as_i32(I), S.cand_f + m)
-            # its route's entries: the one load here (route_ptr[m], a miss most likely)
-            # overlaps with the prefetches above instead of stalling the transfer's start
-            # (their links' entry slots are recycled: in cache)
-            e = as_i32(I)[M.route_ptr + m]
-            prefetch(as_i32(I), M.route_res + e)
-        if o == OP_SEND or o == OP_ISEND:
-            prefetch(F, M.o_send + m)
-            prefetch(as_i32(I), G.send_waiter + m * MJ)
-        else:
-            prefetch(F, M.o_recv + m)
-            prefetch(as_i32(I), G.recv_waiter + m * MJ)
 
 
 @njit(cache=True)
@@ -256,7 +208,6 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
                 break
     I[K.ks + K_RECORDS] += pc - start_pc
     I[R.pc + r * RI] = pc
-    _warm(C, P, I, F, pc, end, M, G)
     if pc >= end and I[R.block_state + r * RI] != RS_COMPUTING and I[R.pending + r * RI] == 0:
         if at_i(P.more, r):
             # the end of its window, not of its trace: the caller refills it (only the
@@ -348,7 +299,7 @@ def _loop(C, P, L, I, F):
                         # rarely in cache any more (one line per rank, reused once a
                         # round), fetch it while these run
                         pc2 = I[R.pc + I[R.ready + ((h + 2) & mask)] * RI]
-                        prefetch(P.op, pc2 >> 3)            # in words (see _warm)
+                        prefetch(P.op, pc2 >> 3)            # in 8-byte words: int8 codes
                         prefetch(P.rec_msg, pc2 >> 1)
                     if not _unblock(C, L, I, F, r, t):
                         continue
