@@ -17,7 +17,7 @@ G = namedtuple("G", "vfin okey g_pos g_next ri g_item seg")
 @pytest.fixture
 def py(monkeypatch):
     """The group and heap functions as plain Python (their callees looked up at call time)."""
-    for mod, names in ((cc_groups, ("_before", "heap_push32", "heap_remove32", "g_first",
+    for mod, names in ((cc_groups, ("_before", "heap_push", "heap_remove", "g_first",
                                      "g_add", "g_del", "g_empty", "g_take_sorted")),
                        (heaps, ("_lt", "heap_up", "heap_down", "_push", "_remove"))):
         for name in names:
@@ -27,8 +27,8 @@ def py(monkeypatch):
 
 
 def _state(M, R):
-    """Offsets of the fields in one int buffer ``I`` and one float buffer ``F`` (``g_pos``
-    and ``g_next`` int32 fields of ``I``, and each resource's ``l_head``, ``l_tail``,
+    """Offsets of the fields in one int buffer ``I`` and one float buffer ``F`` (``g_next``
+    an int32 field of ``I``, and each resource's ``l_head``, ``l_tail``,
     ``g_len`` in its record, as the kernel lays them out)."""
     sizes = dict(okey=M, g_pos=M, g_next=M, ri=R * CRI, g_item=R * M, seg=R + 1)
     off, o = {}, 0
@@ -36,12 +36,11 @@ def _state(M, R):
         off[k] = o
         o += n
     I = np.zeros(o, np.int64)
-    off["g_pos"] *= 2                # int32 fields: their offsets count int32 elements
-    off["g_next"] *= 2
+    off["g_next"] *= 2               # an int32 field: its offset counts int32 elements
     S = G(vfin=0, seg=off["seg"], **{k: v for k, v in off.items() if k != "seg"})
     I[S.ri + CI_L_HEAD:S.ri + R * CRI:CRI] = -1
     I[S.ri + CI_L_TAIL:S.ri + R * CRI:CRI] = -1
-    I.view(np.int32)[S.g_pos:S.g_pos + M] = -1
+    I[S.g_pos:S.g_pos + M] = -1
     I[S.seg:S.seg + R + 1] = np.arange(R + 1) * M
     return S, I, np.zeros(M)
 
@@ -109,4 +108,4 @@ def test_take_sorted_heap_whole(py):
     assert py.g_take_sorted(S, I, F, 0, M - 3.0, out) == 0  # the last is not due
     assert py.g_take_sorted(S, I, F, 0, M - 2.0, out) == M - 2
     assert list(I[out:out + M - 2]) == list(range(2, M))
-    assert py.g_empty(S, I, 0) and all(I.view(np.int32)[S.g_pos + m] == -1 for m in range(M))
+    assert py.g_empty(S, I, 0) and all(I[S.g_pos + m] == -1 for m in range(M))

@@ -97,7 +97,7 @@ def test_engine_shares_widened_message_inputs_and_tables_keep_their_dtypes():
 
 
 def test_ids_past_int32_are_refused_in_one_line(monkeypatch, tmp_path):
-    # route offsets (route_ptr), a group member's position (g_pos) and the ids are int32
+    # route offsets (route_ptr), a group's run links (g_next) and the ids are int32
     # fields of the kernel: a run that would overflow them is refused, checked directly
     # (no huge input) ...
     from ccmod.errors import CcmodInputError

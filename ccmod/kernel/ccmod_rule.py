@@ -105,7 +105,7 @@ def cc_new(A, nresources, background, route_ptr, route_res, seg_cap=None, routes
     ri, rf, res = _resource_records(A, R, background)
     return A.struct(
         CcState, ri=("v", ri), rf=("v", rf), **res, seg=("i", R + 1, seg),
-        g_item=("i", P, 0), g_pos=("j", M, 0), vfin=("f", M, 0.0),
+        g_item=("i", P, 0), g_pos=("i", M, 0), vfin=("f", M, 0.0),
         pr=("i", NP, 0), pb=("i", NP, 0), pcnt=("i", NP, 0), phead=("i", NP, 0),
         pkey=("f", NP, 0.0), ph_pos=("i", NP, 0), rnext=("i", NP, 0), rprev=("i", NP, 0),
         pfree=("i", NP, 0), ph_seg=("i", R + 1, pseg), ph_item=("i", max(PP, 1), 0),

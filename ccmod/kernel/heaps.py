@@ -19,7 +19,6 @@ import numpy as np
 from numba import njit
 
 from ccmod.kernel.compiled import leaf
-from ccmod.kernel.rawbuf import as_i32
 
 
 
@@ -39,7 +38,7 @@ def _lt(I, F, key, tie, a, b):
 @leaf
 def heap_up(I, P, F, item, pos, key, tie, off, i):
     """Sift item ``i`` of a heap up; its positions are ``P[pos + x]`` (``P``: ``I``, or
-    ``as_i32(I)`` for a heap whose positions are an int32 field, :func:`heap_push32`)."""
+    ``as_i32(I)`` for a heap whose positions would be an int32 field)."""
     item += off
     x = I[item + i]
     while i > 0:
@@ -114,20 +113,6 @@ def heap_push(I, F, item, pos, key, tie, off, lens, h, x):
 def heap_remove(I, F, item, pos, key, tie, off, lens, h, x):
     """Take x out of heap h (x must be in it)."""
     _remove(I, I, F, item, pos, key, tie, off, lens, h, x)
-
-
-# a heap whose positions are an int32 field (``pos`` an offset of ``as_i32(I)``: the
-# bottleneck groups' members, one position per message, 4 bytes each instead of 8)
-@leaf
-def heap_push32(I, F, item, pos, key, tie, off, lens, h, x):
-    """:func:`heap_push` with int32 positions."""
-    _push(I, as_i32(I), F, item, pos, key, tie, off, lens, h, x)
-
-
-@leaf
-def heap_remove32(I, F, item, pos, key, tie, off, lens, h, x):
-    """:func:`heap_remove` with int32 positions."""
-    _remove(I, as_i32(I), F, item, pos, key, tie, off, lens, h, x)
 
 
 @leaf
