@@ -49,7 +49,10 @@ from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, 
 from ccmod.kernel.rawbuf import as_i32, prefetch, raw
 from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
-from ccmod.kernel.state import FC_LATENCY, FC_O_SEND, FC_QUIET, MF, RF, RI
+from ccmod.kernel.state import (FC_LATENCY, FC_O_SEND, FC_QUIET, MF, RF, RF_COMP_END,
+                                RF_COMP_START, RF_FINISH, RF_H_INSIDE, RF_HFREE, RF_OVH_DUE,
+                                RF_T_BLOCK, RI, RI_BLOCK, RI_COMP_STATE, RI_PAID_PC, RI_PC,
+                                RI_PENDING)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS,
                                 K_RHEAD, K_RTAIL, K_STARTED, K_STARVED, NSTATES,
@@ -66,9 +69,10 @@ INF = float("inf")
 @njit(cache=True)
 def _interval(C, L, I, F, r, state, t0, t1):
     R = rank_st(I)
+    rf = R.rf + r * RF           # rank r's record in F
     # handler time run inside the interval is counted in handler_s, not in the state
-    F[R.state_s + r * NSTATES + state] += t1 - t0 - F[R.h_inside + r * RF]
-    F[R.h_inside + r * RF] = 0.0
+    F[R.state_s + r * NSTATES + state] += t1 - t0 - F[rf + RF_H_INSIDE]
+    F[rf + RF_H_INSIDE] = 0.0
     if C.record and t1 > t0:
         log_state(L, (r, state, t0, t1))
 
@@ -76,8 +80,9 @@ def _interval(C, L, I, F, r, state, t0, t1):
 @njit(cache=True)
 def _block(C, L, I, F, r, state, t):
     R = rank_st(I)
-    I[R.block_state + r * RI] = state
-    F[R.t_block + r * RF] = t
+    ri, rf = R.ri + r * RI, R.rf + r * RF
+    I[ri + RI_BLOCK] = state
+    F[rf + RF_T_BLOCK] = t
     _sig(C, L, t, SG_UPPR_PROC, r, state, 0, 0, 0.0)
 
 
@@ -86,8 +91,9 @@ def _busy(I, F, r, t):
     """Delay a rank that would resume while its processor runs handlers."""
     R = rank_st(I)
     n = R.nranks
-    if F[R.hfree + r * RF] > t:
-        arm_timer(I, F, n + r, EV_RESUME, F[R.hfree + r * RF])
+    rf = R.rf + r * RF
+    if F[rf + RF_HFREE] > t:
+        arm_timer(I, F, n + r, EV_RESUME, F[rf + RF_HFREE])
         return True
     return False
 
@@ -98,11 +104,12 @@ def _busy_for(I, F, r, t, d, state):
     its timer's push inlined (:func:`ccmod.kernel.heaps.timer_set`) LLVM kept it a call
     of ~75 instructions, ~25 of them the call's)."""
     R = rank_st(I)
-    F[R.comp_start + r * RF] = t
-    F[R.comp_end + r * RF] = t + d
-    I[R.comp_state + r * RI] = state
+    ri, rf = R.ri + r * RI, R.rf + r * RF
+    F[rf + RF_COMP_START] = t
+    F[rf + RF_COMP_END] = t + d
+    I[ri + RI_COMP_STATE] = state
     arm_timer(I, F, r, EV_COMPUTE, t + d)
-    I[R.block_state + r * RI] = RS_COMPUTING
+    I[ri + RI_BLOCK] = RS_COMPUTING
 
 
 @njit(cache=True)
@@ -112,13 +119,14 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
     they were read again from the head of ``I`` at every wake-up (a store into ``I`` may
     have changed them, as far as the compiler knows)."""
     n = P.nranks
-    pc = I[R.pc + r * RI]
+    ri, rf = R.ri + r * RI, R.rf + r * RF      # rank r's records: each field at a fixed place
+    pc = I[ri + RI_PC]
     end = at_i(P.rank_end, r)
     start_pc = pc
     while True:
-        if F[R.ovh_due + r * RF] > 0.0:         # receive overheads of the op just completed
-            d = F[R.ovh_due + r * RF]
-            F[R.ovh_due + r * RF] = 0.0
+        if F[rf + RF_OVH_DUE] > 0.0:     # receive overheads of the op just completed
+            d = F[rf + RF_OVH_DUE]
+            F[rf + RF_OVH_DUE] = 0.0
             _busy_for(I, F, r, t, d, STATE_OVERHEAD)
             break
         if pc >= end:
@@ -133,8 +141,8 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
         elif o == OP_SEND or o == OP_ISEND:
             m = at_i32(P.rec_msg, pc)
             o_send = F[M.o_send + per_msg(M, FC_O_SEND, m)]
-            if o_send > 0.0 and I[R.paid_pc + r * RI] != pc:
-                I[R.paid_pc + r * RI] = pc       # the CPU overhead comes before the post
+            if o_send > 0.0 and I[ri + RI_PAID_PC] != pc:
+                I[ri + RI_PAID_PC] = pc           # the CPU overhead comes before the post
                 _busy_for(I, F, r, t, o_send, STATE_OVERHEAD)
                 break
             F[G.t_post_send + m * MF] = t
@@ -178,7 +186,7 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
                 wait_on(C, I, F, r, at_i(P.wa_msg, j), at_i(P.wa_side, j))
                 if C.recycle:
                     unref(I, at_i(P.wa_msg, j))
-            if I[R.pending + r * RI] > 0:
+            if I[ri + RI_PENDING] > 0:
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_AMREQUEST:
@@ -188,7 +196,7 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
             F[G.t_post_recv + m * MF] = t
             start_transfer(C, L, I, F, m, t, True)
             as_i32(I)[G.am_waiter + m] = r
-            I[R.pending + r * RI] += 1
+            I[ri + RI_PENDING] += 1
             _block(C, L, I, F, r, STATE_WAIT, t)
             break
         elif o == OP_BARRIER:
@@ -203,19 +211,19 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
                         make_ready(I, I[R.barrier + i])
                 I[K.ks + K_NBAR] = 0
             else:
-                I[R.pending + r * RI] = 1
+                I[ri + RI_PENDING] = 1
                 _block(C, L, I, F, r, STATE_BARRIER, t)
                 break
     I[K.ks + K_RECORDS] += pc - start_pc
-    I[R.pc + r * RI] = pc
-    if pc >= end and I[R.block_state + r * RI] != RS_COMPUTING and I[R.pending + r * RI] == 0:
+    I[ri + RI_PC] = pc
+    if pc >= end and I[ri + RI_BLOCK] != RS_COMPUTING and I[ri + RI_PENDING] == 0:
         if at_i(P.more, r):
             # the end of its window, not of its trace: the caller refills it (only the
             # `pc >= end` exit above gets here: every other exit blocks or computes)
             I[K.ks + K_STARVED] = r + 1
             return
-        F[R.finish + r * RF] = t
-        I[R.block_state + r * RI] = RS_FINISHED
+        F[rf + RF_FINISH] = t
+        I[ri + RI_BLOCK] = RS_FINISHED
         _sig(C, L, t, SG_UPPR_END, r, 0, 0, 0, 0.0)
 
 
@@ -224,13 +232,14 @@ def _unblock(C, L, I, F, r, t):
     """Rank r is released at t: close its blocked interval; False if handlers delay it.
     The caller then calls :func:`_advance`."""
     R = rank_st(I)
-    if F[R.hfree + r * RF] > t and _busy(I, F, r, t):
+    ri, rf = R.ri + r * RI, R.rf + r * RF
+    if F[rf + RF_HFREE] > t and _busy(I, F, r, t):
         return False
-    s = I[R.block_state + r * RI]
+    s = I[ri + RI_BLOCK]
     if s >= 0:
-        _interval(C, L, I, F, r, s, F[R.t_block + r * RF], t)
-    I[R.pending + r * RI] = 0
-    I[R.block_state + r * RI] = RS_RUNNABLE
+        _interval(C, L, I, F, r, s, F[rf + RF_T_BLOCK], t)
+    I[ri + RI_PENDING] = 0
+    I[ri + RI_BLOCK] = RS_RUNNABLE
     return True
 
 
@@ -298,7 +307,7 @@ def _loop(C, P, L, I, F):
                         # the rank two places on: with many ranks its next record is
                         # rarely in cache any more (one line per rank, reused once a
                         # round), fetch it while these run
-                        pc2 = I[R.pc + I[R.ready + ((h + 2) & mask)] * RI]
+                        pc2 = I[R.ri + I[R.ready + ((h + 2) & mask)] * RI + RI_PC]
                         prefetch(P.op, pc2 >> 3)            # in 8-byte words: int8 codes
                         prefetch(P.rec_msg, pc2 >> 1)
                     if not _unblock(C, L, I, F, r, t):
@@ -345,17 +354,18 @@ def _loop(C, P, L, I, F):
                 I[T.free + k] = x
                 I[T.nf] = k + 1
             if kind == EV_COMPUTE:
-                _interval(C, L, I, F, x, I[R.comp_state + x * RI], F[R.comp_start + x * RF], t)
-                I[R.block_state + x * RI] = RS_RUNNABLE
-                pc = I[R.pc + x * RI]
-                if (F[R.hfree + x * RF] <= t and F[R.ovh_due + x * RF] <= 0.0
+                xi, xf = R.ri + x * RI, R.rf + x * RF
+                _interval(C, L, I, F, x, I[xi + RI_COMP_STATE], F[xf + RF_COMP_START], t)
+                I[xi + RI_BLOCK] = RS_RUNNABLE
+                pc = I[xi + RI_PC]
+                if (F[xf + RF_HFREE] <= t and F[xf + RF_OVH_DUE] <= 0.0
                         and pc < at_i(P.rank_end, x) and at_i8(P.op, pc) == OP_COMPUTE
                         and at_f(P.dur, pc) > 0.0):
                     # compute after compute, as _advance would do it, without the call
-                    I[R.pc + x * RI] = pc + 1
+                    I[xi + RI_PC] = pc + 1
                     I[K.ks + K_RECORDS] += 1
                     _busy_for(I, F, x, t, at_f(P.dur, pc), STATE_COMPUTE)
-                elif F[R.hfree + x * RF] <= t or not _busy(I, F, x, t):
+                elif F[xf + RF_HFREE] <= t or not _busy(I, F, x, t):
                     adv = x
             elif kind == EV_MSG_END:
                 message_done(C, L, I, F, m, t)
@@ -375,8 +385,8 @@ def _loop(C, P, L, I, F):
                     start_transfer(C, L, I, F, m + 1, t, True)
                 else:                    # reply handled: the requester goes on
                     r = as_i32(I)[G.am_waiter + m - 1]
-                    I[R.pending + r * RI] -= 1
-                    if I[R.pending + r * RI] == 0:
+                    I[R.ri + r * RI + RI_PENDING] -= 1
+                    if I[R.ri + r * RI + RI_PENDING] == 0:
                         make_ready(I, r)
                     if C.recycle:       # request and reply are over: both slots free
                         retire(I, m - 1)

@@ -15,7 +15,9 @@ from ccmod.kernel.compiled import leaf, msg_in, msg_st, per_msg, rank_st, scalar
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import order_key, timer_set
 from ccmod.kernel.rawbuf import as_i32
-from ccmod.kernel.state import FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET, MF, MJ, RF, RI
+from ccmod.kernel.state import (FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET, MF, MJ, RF,
+                                RF_COMP_END, RF_H_INSIDE, RF_HANDLER_TOT, RF_HFREE, RF_OVH_DUE,
+                                RI, RI_BLOCK, RI_PENDING)
 from ccmod.kernel.record import sig as _sig
 from ccmod.kernel.rules import rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_START,
@@ -101,18 +103,19 @@ def am_arrived(I, F, m, t):
     M = msg_in(I)
     R = rank_st(I)
     d = as_i32(I)[M.dst + m]
+    di, df = R.ri + d * RI, R.rf + d * RF
     h = F[M.handler_s + per_msg(M, FC_HANDLER, m)]
-    start = max(t, F[R.hfree + d * RF])
+    start = max(t, F[df + RF_HFREE])
     end = start + h
-    F[R.hfree + d * RF] = end
-    F[R.handler_tot + d * RF] += h
-    if I[R.block_state + d * RI] == RS_COMPUTING and F[R.comp_end + d * RF] > t:
+    F[df + RF_HFREE] = end
+    F[df + RF_HANDLER_TOT] += h
+    if I[di + RI_BLOCK] == RS_COMPUTING and F[df + RF_COMP_END] > t:
         # preemptive handler: the compute in progress finishes h later
-        F[R.comp_end + d * RF] += h
-        arm_timer(I, F, d, EV_COMPUTE, F[R.comp_end + d * RF])
-        F[R.h_inside + d * RF] += h
-    elif I[R.block_state + d * RI] >= 0:
-        F[R.h_inside + d * RF] += h      # a blocked rank resumes only after its handlers
+        F[df + RF_COMP_END] += h
+        arm_timer(I, F, d, EV_COMPUTE, F[df + RF_COMP_END])
+        F[df + RF_H_INSIDE] += h
+    elif I[di + RI_BLOCK] >= 0:
+        F[df + RF_H_INSIDE] += h      # a blocked rank resumes only after its handlers
     arm_msg_timer(I, F, m, EV_HANDLER_END, end)
 
 
@@ -148,14 +151,16 @@ def message_done(C, L, I, F, m, t):
         return
     r = as_i32(I)[G.send_waiter + m * MJ]
     if r >= 0:
-        I[R.pending + r * RI] -= 1
-        if I[R.pending + r * RI] == 0:
+        ri = R.ri + r * RI
+        I[ri + RI_PENDING] -= 1
+        if I[ri + RI_PENDING] == 0:
             make_ready(I, r)
     if F[G.t_post_recv + m * MF] < INF:
         r = as_i32(I)[G.recv_waiter + m * MJ]
         if r >= 0:
-            I[R.pending + r * RI] -= 1
-            if I[R.pending + r * RI] == 0:
+            ri = R.ri + r * RI
+            I[ri + RI_PENDING] -= 1
+            if I[ri + RI_PENDING] == 0:
                 make_ready(I, r)
     if C.recycle:
         unref(I, m)
@@ -172,9 +177,10 @@ def wait_on(C, I, F, r, m, side):
             return False
         as_i32(I)[G.send_waiter + m * MJ] = r
     else:
-        F[R.ovh_due + r * RF] += F[M.o_recv + per_msg(M, FC_O_RECV, m)]   # paid once received
+        # paid once received
+        F[R.rf + r * RF + RF_OVH_DUE] += F[M.o_recv + per_msg(M, FC_O_RECV, m)]
         if F[G.t_end + m * MF] < INF:
             return False
         as_i32(I)[G.recv_waiter + m * MJ] = r
-    I[R.pending + r * RI] += 1
+    I[R.ri + r * RI + RI_PENDING] += 1
     return True

@@ -69,9 +69,9 @@ MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv uns
 CONST_INPUTS = {"quiet": 1, "latency": 2, "o_send": 4, "o_recv": 8, "handler_s": 16,
                 "flow_cap": 32}
 FC_QUIET, FC_LATENCY, FC_O_SEND, FC_O_RECV, FC_HANDLER, FC_FLOW_CAP = CONST_INPUTS.values()
-RankSt = namedtuple("RankSt", "nranks nready pc pending block_state t_block finish comp_end "
-                              "comp_start comp_state hfree handler_tot h_inside paid_pc "
-                              "ovh_due state_s barrier ready")
+RankSt = namedtuple("RankSt", "nranks nready ri rf pc pending block_state t_block finish "
+                              "comp_end comp_start comp_state hfree handler_tot h_inside "
+                              "paid_pc ovh_due state_s barrier ready")
 #: a rank's fields side by side, a record of ``RI`` words in ``I`` and one of ``RF`` in
 #: ``F`` per rank (one cache line each: the buffers and the records are 64-byte aligned),
 #: rank r's program counter at ``I[R.pc + r * RI]``: waking one of many ranks touches two
@@ -80,6 +80,12 @@ RI, RF = 8, 8
 RANK_I = ("pc", "pending", "block_state", "comp_state", "paid_pc")
 RANK_F = ("t_block", "finish", "comp_end", "comp_start", "hfree", "handler_tot", "h_inside",
           "ovh_due")
+#: each field's place in the records (the compiled loop reads rank r's pending count at
+#: ``I[R.ri + r * RI + RI_PENDING]``: one base per rank and constant displacements, where
+#: one offset per field, each held in a register or spilled, cost loads at every wake-up)
+RI_PC, RI_PENDING, RI_BLOCK, RI_COMP_STATE, RI_PAID_PC = range(len(RANK_I))
+(RF_T_BLOCK, RF_FINISH, RF_COMP_END, RF_COMP_START, RF_HFREE, RF_HANDLER_TOT, RF_H_INSIDE,
+ RF_OVH_DUE) = range(len(RANK_F))
 RankRec = namedtuple("RankRec", "irec frec")
 MsgSt = namedtuple("MsgSt", "t_post_send t_post_recv t_start t_end send_waiter recv_waiter "
                             "am_waiter bott nic_next refs ret")
@@ -475,9 +481,9 @@ def rank_state(A, rank_ptr, nstates):
     nready = 1 << (2 * n + 3).bit_length()
     init = {"pc": np.asarray(rank_ptr[:-1], np.int64), "block_state": -1, "paid_pc": -1,
             "finish": INF, "comp_end": INF}
-    _, fields = records(A, RankRec, n, (RANK_I, RI), (RANK_F, RF), init)
+    recs, fields = records(A, RankRec, n, (RANK_I, RI), (RANK_F, RF), init)
     return A.struct(
-        RankSt, nranks=("v", n), nready=("v", nready),
+        RankSt, nranks=("v", n), nready=("v", nready), ri=("v", recs.irec), rf=("v", recs.frec),
         state_s=("f", n * nstates, 0.0, (n, nstates)), barrier=("i", n, 0),
         ready=("i", nready, 0), **fields)
 
