@@ -210,7 +210,10 @@ def _join_busy(I, F, r, t):
     q = S.ri + r * CRI
     if I[q + CI_RP_HEAD] >= 0:
         _mark(I, q + CI_DEC, S.dec_l, S.si, N_DEC, r)
-    _mark(I, q + CI_TCH, S.tch_l, S.si, N_TCH, r)
+    if not g_empty(S, I, r):
+        # (an empty group, r no member's bottleneck, has no completion to re-schedule:
+        # a member joining it later marks it then)
+        _mark(I, q + CI_TCH, S.tch_l, S.si, N_TCH, r)
 
 
 @leaf
@@ -409,7 +412,8 @@ def _end_shared(I, F, m, t):
             q = S.ri + r * CRI
             if _may_leave(I, F, q, S.rf + r * CRF):
                 _mark(I, q + CI_INC, S.inc_l, S.si, N_INC, r)
-            _mark(I, q + CI_TCH, S.tch_l, S.si, N_TCH, r)
+            if not g_empty(S, I, r):
+                _mark(I, q + CI_TCH, S.tch_l, S.si, N_TCH, r)   # (empty: as _join_busy)
         # else r is idle now: no pairs, an empty group (cc_pop_due took m out of its own
         # group and marked it), nothing to check or re-schedule
     entries_give(S, I, m)
