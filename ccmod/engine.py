@@ -357,15 +357,15 @@ class Engine:
                 okey=("v", -1) if okey is None else ("i", S, okey),
                 fconst=("v", 0))
             self._eager = self._unshared = okey = None    # in the arena's inputs from here on
-            # a float input with one value for every message (bit for bit: a star's latency,
-            # no rate cap, an incast's quiet time) is held once (8 bytes per message each;
-            # the same in any slot order)
+            # an input with one value for every message (bit for bit: a star's latency, no
+            # rate cap, no eager or active message) is held once (8 bytes per message of a
+            # float, a line per message in flight of a flag; the same in any slot order)
             fc = 0
             for name, bit in ks.CONST_INPUTS.items():
-                _, size, init = fields[name][:3]
-                one = ks._constant(init, "f")
+                kind, size, init = fields[name][:3]
+                one = ks._constant(init, kind)
                 if size > 1 and not isinstance(one, np.ndarray):
-                    fields[name] = ("f", 1, one)
+                    fields[name] = (kind, 1, one)
                     fc |= bit
             fields["fconst"] = ("v", fc)
             if self._order is not None:

@@ -321,7 +321,7 @@ def _program_view(P):
 
 @njit(inline="always")
 def per_msg(M, bit, m):
-    """Index of message ``m`` in the float input whose :data:`~ccmod.kernel.state.CONST_INPUTS`
+    """Index of message ``m`` in the input whose :data:`~ccmod.kernel.state.CONST_INPUTS`
     bit is ``bit``: 0 when that input is held once (the same for every message), else m."""
     return 0 if M.fconst & bit else m
 

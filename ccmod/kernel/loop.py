@@ -49,10 +49,10 @@ from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, 
 from ccmod.kernel.rawbuf import as_i32, prefetch, raw
 from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
-from ccmod.kernel.state import (FC_LATENCY, FC_O_SEND, FC_QUIET, MF, RF, RF_COMP_END,
-                                RF_COMP_START, RF_FINISH, RF_H_INSIDE, RF_HFREE, RF_OVH_DUE,
-                                RF_T_BLOCK, RI, RI_BLOCK, RI_COMP_STATE, RI_PAID_PC, RI_PC,
-                                RI_PENDING)
+from ccmod.kernel.state import (FC_EAGER, FC_KIND, FC_LATENCY, FC_O_SEND, FC_QUIET, MF, RF,
+                                RF_COMP_END, RF_COMP_START, RF_FINISH, RF_H_INSIDE, RF_HFREE,
+                                RF_OVH_DUE, RF_T_BLOCK, RI, RI_BLOCK, RI_COMP_STATE, RI_PAID_PC,
+                                RI_PC, RI_PENDING)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS,
                                 K_RHEAD, K_RTAIL, K_STARTED, K_STARVED, NSTATES,
@@ -148,7 +148,8 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
             F[G.t_post_send + m * MF] = t
             _sig(C, L, t, SG_NEWSCOM, order_key(I, M.okey, m), as_i32(I)[M.src + m], as_i32(I)[M.dst + m],
                  I[M.nbytes + m], 0.0)
-            if as_i32(I)[M.eager + m] or F[G.t_post_recv + m * MF] < INF:
+            if (as_i32(I)[M.eager + per_msg(M, FC_EAGER, m)]
+                    or F[G.t_post_recv + m * MF] < INF):
                 start_transfer(C, L, I, F, m, t, True)
             pc += 1
             blocks = o == OP_SEND and wait_on(C, I, F, r, m, 0)
@@ -160,7 +161,8 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
         elif o == OP_RECV or o == OP_IRECV:
             m = at_i32(P.rec_msg, pc)
             F[G.t_post_recv + m * MF] = t
-            if not as_i32(I)[M.eager + m] and F[G.t_post_send + m * MF] < INF:
+            if (not as_i32(I)[M.eager + per_msg(M, FC_EAGER, m)]
+                    and F[G.t_post_send + m * MF] < INF):
                 start_transfer(C, L, I, F, m, t, True)
             pc += 1
             blocks = o == OP_RECV and wait_on(C, I, F, r, m, 1)
@@ -379,7 +381,8 @@ def _loop(C, P, L, I, F):
             elif kind == EV_START:
                 start_transfer(C, L, I, F, m, t, False)
             elif kind == EV_HANDLER_END:
-                if as_i32(I)[M.kind + m] == 1:       # request handled: the server replies now
+                # a request handled: the server replies now
+                if as_i32(I)[M.kind + per_msg(M, FC_KIND, m)] == 1:
                     F[G.t_post_send + (m + 1) * MF] = t
                     F[G.t_post_recv + (m + 1) * MF] = t
                     start_transfer(C, L, I, F, m + 1, t, True)

@@ -15,9 +15,9 @@ from ccmod.kernel.compiled import leaf, msg_in, msg_st, per_msg, rank_st, scalar
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
 from ccmod.kernel.heaps import order_key, timer_set
 from ccmod.kernel.rawbuf import as_i32
-from ccmod.kernel.state import (FC_HANDLER, FC_LATENCY, FC_O_RECV, FC_QUIET, MF, MJ, RF,
-                                RF_COMP_END, RF_H_INSIDE, RF_HANDLER_TOT, RF_HFREE, RF_OVH_DUE,
-                                RI, RI_BLOCK, RI_PENDING)
+from ccmod.kernel.state import (FC_HANDLER, FC_KIND, FC_LATENCY, FC_O_RECV, FC_QUIET,
+                                FC_UNSHARED, MF, MJ, RF, RF_COMP_END, RF_H_INSIDE,
+                                RF_HANDLER_TOT, RF_HFREE, RF_OVH_DUE, RI, RI_BLOCK, RI_PENDING)
 from ccmod.kernel.record import sig as _sig
 from ccmod.kernel.rules import rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_START,
@@ -78,8 +78,8 @@ def start_transfer(C, L, I, F, m, t, gap):
     nd = I[M.node_of_rank + as_i32(I)[M.src + m]]
     # the NIC gap spaces injections into the network: a message inside a node (on the
     # node's copy resource, intra=shared) does not go through the NIC
-    if (gap and C.gap and not as_i32(I)[M.unshared + m] and has_route
-            and nd != I[M.node_of_rank + as_i32(I)[M.dst + m]]):
+    if (gap and C.gap and not as_i32(I)[M.unshared + per_msg(M, FC_UNSHARED, m)]
+            and has_route and nd != I[M.node_of_rank + as_i32(I)[M.dst + m]]):
         t0 = max(t, F[G.nic_next + nd])
         F[G.nic_next + nd] = t0 + F[M.gap_s + nd]
         if t0 > t:
@@ -89,7 +89,7 @@ def start_transfer(C, L, I, F, m, t, gap):
     F[G.t_start + m * MF] = t
     q = F[M.quiet + per_msg(M, FC_QUIET, m)]
     _sig(C, L, t, SG_COMMCOST, order_key(I, M.okey, m), 0, 0, 0, q)
-    if as_i32(I)[M.unshared + m] or q <= 0.0 or not has_route:
+    if as_i32(I)[M.unshared + per_msg(M, FC_UNSHARED, m)] or q <= 0.0 or not has_route:
         arm_msg_timer(I, F, m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
         rule_start(C, L, I, F, m, t, q)
@@ -146,7 +146,7 @@ def message_done(C, L, I, F, m, t):
     G = msg_st(I)
     F[G.t_end + m * MF] = t
     _sig(C, L, t, SG_MSGEND, order_key(I, msg_in(I).okey, m), 0, 0, 0, 0.0)
-    if as_i32(I)[M.kind + m]:
+    if as_i32(I)[M.kind + per_msg(M, FC_KIND, m)]:
         am_arrived(I, F, m, t)
         return
     r = as_i32(I)[G.send_waiter + m * MJ]

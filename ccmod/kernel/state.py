@@ -14,7 +14,7 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
             its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.kernel.window`):
             the loop then pauses there instead of finishing the rank. A whole program has
             ``rank_end = rank_ptr[1:]`` and ``more`` all 0 (:func:`whole_program`).
-``MsgIn``   per-message inputs (compile time) and per-node NIC gap (a float input the
+``MsgIn``   per-message inputs (compile time) and per-node NIC gap (an input the
             same for every message held once: ``fconst``, :data:`CONST_INPUTS`). A message's index
             ``m`` is its *slot*: the message id in a whole-program run; under streaming
             (:mod:`ccmod.kernel.slots`) slots are recycled and ``okey[m]`` is the message
@@ -63,12 +63,17 @@ Program = namedtuple("Program", "nranks rank_ptr op dur rec_msg wait_msg wait_si
 MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv unshared kind "
                             "handler_s flow_cap eager route_ptr route_res node_of_rank gap_s "
                             "route_end okey fconst")
-#: float message inputs that a whole-program run holds once when every message has the
+#: message inputs that a whole-program run holds once when every message has the
 #: same value (bit for bit): their bit in ``MsgIn.fconst`` (a plain value) says so, and
-#: the kernel reads element 0 for every message (:func:`ccmod.kernel.compiled.per_msg`)
+#: the kernel reads element 0 for every message (:func:`ccmod.kernel.compiled.per_msg`).
+#: The floats save 8 bytes per message each; the int32 flags (``eager``, ``kind``,
+#: ``unshared``: one value in most traces) save no resident memory (a zero flag's pages
+#: were never touched) but a cache line per message in flight each: every message read
+#: its own place in each of the three, ~31,000 ids apart in an incast of 16 senders
 CONST_INPUTS = {"quiet": 1, "latency": 2, "o_send": 4, "o_recv": 8, "handler_s": 16,
-                "flow_cap": 32}
-FC_QUIET, FC_LATENCY, FC_O_SEND, FC_O_RECV, FC_HANDLER, FC_FLOW_CAP = CONST_INPUTS.values()
+                "flow_cap": 32, "eager": 64, "kind": 128, "unshared": 256}
+(FC_QUIET, FC_LATENCY, FC_O_SEND, FC_O_RECV, FC_HANDLER, FC_FLOW_CAP, FC_EAGER, FC_KIND,
+ FC_UNSHARED) = CONST_INPUTS.values()
 RankSt = namedtuple("RankSt", "nranks nready ri rf pc pending block_state t_block finish "
                               "comp_end comp_start comp_state hfree handler_tot h_inside "
                               "paid_pc ovh_due state_s barrier ready")
