@@ -136,7 +136,6 @@ def g_take_sorted(S, I, F, r, vmax, out):
     for i in range(1, n):
         if not _before(S, I, F, I[o + i - 1], I[o + i]):
             return 0
-    J = as_i32(I)
     for i in range(n):
         m2 = I[o + i]
         I[S.g_pos + m2] = -1

@@ -36,9 +36,8 @@ def _lt(I, F, key, tie, a, b):
 
 
 @leaf
-def heap_up(I, P, F, item, pos, key, tie, off, i):
-    """Sift item ``i`` of a heap up; its positions are ``P[pos + x]`` (``P``: ``I``, or
-    ``as_i32(I)`` for a heap whose positions would be an int32 field)."""
+def heap_up(I, F, item, pos, key, tie, off, i):
+    """Sift item ``i`` of a heap up; its positions are ``I[pos + x]``."""
     item += off
     x = I[item + i]
     while i > 0:
@@ -46,17 +45,17 @@ def heap_up(I, P, F, item, pos, key, tie, off, i):
         y = I[item + p]
         if _lt(I, F, key, tie, x, y):
             I[item + i] = y
-            P[pos + y] = i
+            I[pos + y] = i
             i = p
         else:
             break
     I[item + i] = x
-    P[pos + x] = i
+    I[pos + x] = i
 
 
 @leaf
-def heap_down(I, P, F, item, pos, key, tie, off, n, i):
-    """Sift item ``i`` of a heap of ``n`` down (positions in ``P``: :func:`heap_up`)."""
+def heap_down(I, F, item, pos, key, tie, off, n, i):
+    """Sift item ``i`` of a heap of ``n`` down (positions as :func:`heap_up`)."""
     item += off
     x = I[item + i]
     while True:
@@ -68,51 +67,41 @@ def heap_down(I, P, F, item, pos, key, tie, off, n, i):
         y = I[item + c]
         if _lt(I, F, key, tie, y, x):
             I[item + i] = y
-            P[pos + y] = i
+            I[pos + y] = i
             i = c
         else:
             break
     I[item + i] = x
-    P[pos + x] = i
-
-
-@njit(cache=True, inline="always")
-def _push(I, P, F, item, pos, key, tie, off, lens, h, x):
-    n = I[lens + h]
-    I[item + off + n] = x
-    P[pos + x] = n
-    I[lens + h] = n + 1
-    heap_up(I, P, F, item, pos, key, tie, off, n)
-
-
-@njit(cache=True, inline="always")
-def _remove(I, P, F, item, pos, key, tie, off, lens, h, x):
-    i = P[pos + x]
-    n = I[lens + h] - 1
-    I[lens + h] = n
-    P[pos + x] = -1
-    if i != n:
-        y = I[item + off + n]
-        I[item + off + i] = y
-        P[pos + y] = i
-        # y in x's place: nothing moves when y and x are equal in the heap's order (the
-        # pairs of an incast, all keyed by the same share and group): no sift calls
-        if tie >= 0 and F[key + y] == F[key + x] and I[tie + y] == I[tie + x]:
-            return
-        heap_down(I, P, F, item, pos, key, tie, off, n, i)
-        heap_up(I, P, F, item, pos, key, tie, off, P[pos + y])
+    I[pos + x] = i
 
 
 @leaf
 def heap_push(I, F, item, pos, key, tie, off, lens, h, x):
     """Insert x (key already set in ``key[x]``) into heap h."""
-    _push(I, I, F, item, pos, key, tie, off, lens, h, x)
+    n = I[lens + h]
+    I[item + off + n] = x
+    I[pos + x] = n
+    I[lens + h] = n + 1
+    heap_up(I, F, item, pos, key, tie, off, n)
 
 
 @leaf
 def heap_remove(I, F, item, pos, key, tie, off, lens, h, x):
     """Take x out of heap h (x must be in it)."""
-    _remove(I, I, F, item, pos, key, tie, off, lens, h, x)
+    i = I[pos + x]
+    n = I[lens + h] - 1
+    I[lens + h] = n
+    I[pos + x] = -1
+    if i != n:
+        y = I[item + off + n]
+        I[item + off + i] = y
+        I[pos + y] = i
+        # y in x's place: nothing moves when y and x are equal in the heap's order (the
+        # pairs of an incast, all keyed by the same share and group): no sift calls
+        if tie >= 0 and F[key + y] == F[key + x] and I[tie + y] == I[tie + x]:
+            return
+        heap_down(I, F, item, pos, key, tie, off, n, i)
+        heap_up(I, F, item, pos, key, tie, off, I[pos + y])
 
 
 @leaf
@@ -130,15 +119,15 @@ def heap_pop(I, F, item, pos, key, tie, off, lens, h):
         y = I[item + off + n]
         I[item + off] = y
         I[pos + y] = 0
-        heap_down(I, I, F, item, pos, key, tie, off, n, 0)
+        heap_down(I, F, item, pos, key, tie, off, n, 0)
     return x
 
 
 @leaf
 def heap_update(I, F, item, pos, key, tie, off, lens, h, x):
     """Restore the heap after ``key[x]`` changed (x in heap h)."""
-    heap_down(I, I, F, item, pos, key, tie, off, I[lens + h], I[pos + x])
-    heap_up(I, I, F, item, pos, key, tie, off, I[pos + x])
+    heap_down(I, F, item, pos, key, tie, off, I[lens + h], I[pos + x])
+    heap_up(I, F, item, pos, key, tie, off, I[pos + x])
 
 
 # -- equal keys ordered by the ids (resources, pairs, classes) -------------------------------

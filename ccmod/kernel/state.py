@@ -324,8 +324,8 @@ _madvise = None
 
 def check_ids(entries, messages, resources):
     """Refuse a state whose ids do not fit the kernel's int32 fields: route entries
-    (``route_ptr``, the rules' entry links), messages (a bottleneck group member's
-    ``g_pos`` is ``-3 -`` its predecessor: one value fewer) and resources, with one line
+    (``route_ptr``, the rules' entry links), messages (``bott``, ``g_next``, the slots'
+    links; one value fewer, kept from when ``g_pos`` was int32) and resources, with one line
     saying to stream the trace (a streamed run holds ids only for what is in flight)."""
     for n, top, what in ((entries, _I32_MAX, "route entries"),
                          (messages, _I32_MAX - 1, "messages"),
