@@ -48,7 +48,7 @@ from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, 
                                    unref, wait_on)
 from ccmod.kernel.rawbuf import as_i32, prefetch, raw
 from ccmod.kernel.record import log_state, logs_view, sig as _sig
-from ccmod.kernel.rules import rule_due, rule_next, rule_set_free, rule_start
+from ccmod.kernel.rules import rule_due, rule_next, rule_offsets, rule_set_free, rule_start
 from ccmod.kernel.state import (FC_EAGER, FC_KIND, FC_LATENCY, FC_O_SEND, FC_QUIET, MF, RF,
                                 RF_COMP_END, RF_COMP_START, RF_FINISH, RF_H_INSIDE, RF_HFREE,
                                 RF_OVH_DUE, RF_T_BLOCK, RI, RI_BLOCK, RI_COMP_STATE, RI_PAID_PC,
@@ -274,6 +274,7 @@ def _loop_entry(C, P, L, I, F):
 def _loop(C, P, L, I, F):
     M, R, G, T = msg_in(I), rank_st(I), msg_st(I), timers(I)
     K, BG = scalars(I), bg_steps(I)
+    S = rule_offsets(C, I)       # the sharing rule's, read once
     n = P.nranks
     mask = R.nready - 1          # the ready ring's capacity is a power of two
     t = F[K.kf]
@@ -325,7 +326,7 @@ def _loop(C, P, L, I, F):
         if budget == 0:
             break
         budget -= 1
-        tk = rule_next(C, I, F)        # the sharing rule's next completion
+        tk = rule_next(C, I, F, S)      # the sharing rule's next completion
         th = F[T.t + I[T.item]] if I[T.len] > 0 else INF
         kb = I[K.ks + K_BG]
         tb = F[BG.t + kb] if kb < nbg else INF
@@ -343,7 +344,7 @@ def _loop(C, P, L, I, F):
                 kb += 1
             I[K.ks + K_BG] = kb
         elif tk <= th:               # messages finishing under the sharing rule at t
-            nd, done = rule_due(C, L, I, F, t)
+            nd, done = rule_due(C, L, I, F, t, S)
             for i in range(nd):
                 message_done(C, L, I, F, I[done + i], t)
         else:

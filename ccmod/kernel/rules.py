@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from numba import types
 
-from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, cc_end, cc_flush, cc_pending, cc_pop_due,
+from ccmod.kernel.ccmod_rule import (N_DEC, N_INC, cc_end, cc_flush, cc_pending, cc_pop_due_s,
                                      cc_set_free, cc_start)
 from ccmod.kernel.codes import SG_MSGSTART
 from ccmod.kernel.compiled import (cc_state, kernel_jit, kernel_jit_by_type, mm_state, msg_in,
@@ -47,16 +47,18 @@ def _cc_start(C, L, I, F, m, t, work):
         log_route(L, I, m, t, cc_state(I).ri + CI_COUNT, CRI)
 
 
-def _cc_next(C, I, F):
-    CS = cc_state(I)
+def _cc_offsets(C, I):
+    return cc_state(I)
+
+
+def _cc_next(C, I, F, CS):
     if cc_pending(I, CS.si):
         cc_flush(I, F)
     return F[CS.ev_t + I[CS.ev_item]] if I[CS.ev_len] > 0 else INF
 
 
-def _cc_due(C, L, I, F, t):
-    CS = cc_state(I)
-    nd = cc_pop_due(I, F, t, msg_st(I).bott)
+def _cc_due(C, L, I, F, t, CS):
+    nd = cc_pop_due_s(CS, I, F, t, msg_st(I).bott)
     for i in range(nd):
         m = I[CS.done + i]
         cc_end(I, F, m, t)
@@ -83,14 +85,18 @@ def _mm_start(C, L, I, F, m, t, work):
         log_route(L, I, m, t, mm_state(I).count, 1)
 
 
-def _mm_next(C, I, F):
+def _mm_offsets(C, I):
+    return 0     # max-min reads its own (given from the loop, its loop ran slower)
+
+
+def _mm_next(C, I, F, S):
     MS = mm_state(I)
     if I[MS.si + N_DIRTY] != 0:
         mm_solve(I, F)
     return F[MS.c_tfin + I[MS.c_item]] if I[MS.si + F_LEN] > 0 else INF
 
 
-def _mm_due(C, L, I, F, t):
+def _mm_due(C, L, I, F, t, S):
     MS = mm_state(I)
     nd = mm_pop_due(I, F, t, msg_st(I).bott)
     for i in range(nd):
@@ -128,8 +134,13 @@ def _is_maxmin(C):
 
 rule_start = _rule(_cc_start, _mm_start, "Message m starts sharing at t with ``work`` "
                    "(quiet-seconds or bytes) left: signal, rule, contention recorded.")
-rule_next = _rule(_cc_next, _mm_next, "Settle pending changes; the next completion's time.")
+rule_offsets = _rule(_cc_offsets, _mm_offsets, "The rule's offsets in ``I`` (its state's named "
+                    "tuple), read once by the loop and given to ``rule_next`` and ``rule_due``"
+                    " (read at each completion, ~20 were loaded and spilled every time).")
+rule_next = _rule(_cc_next, _mm_next, "Settle pending changes; the next completion's time "
+                  "(``S``: :func:`rule_offsets`).")
 rule_due = _rule(_cc_due, _mm_due, "Take out (end) the messages done at t; ``(nd, done)``: "
-                 "how many, and the offset in ``I`` of the list of their ids.")
+                 "how many, and the offset in ``I`` of the list of their ids (``S``: "
+                 ":func:`rule_offsets`).")
 rule_set_free = _rule(_cc_set_free, _mm_set_free,
                       "Resource r's free fraction becomes ``free`` at t (background step).")
