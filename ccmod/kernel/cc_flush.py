@@ -21,8 +21,9 @@ from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import (CF_DMIN, CF_SHARE, CI_CHK, CI_COUNT, CI_DEC, CI_INC, CI_LONE,
                                 CI_PH_LEN, CI_RP_HEAD, CI_TCH, CRF, CRI)
 from ccmod.kernel.cc_groups import _vclock, g_add, g_del, g_empty, g_first
-from ccmod.kernel.cc_pairs import (N_CHK, N_DEC, N_INC, N_NEW, N_TCH, _mark, _others_del, defer,
-                                   entries_take, pair_entry, pair_group_deferred)
+from ccmod.kernel.cc_pairs import (N_CAND, N_CHK, N_DEC, N_INC, N_NEW, N_TCH, _mark,
+                                   _others_del, defer, entries_take, pair_entry,
+                                   pair_group_deferred)
 from ccmod.kernel.heaps import (heap_update, iheap_push, iheap_remove, iheap_update, sort_ids,
                                 sort_keyed)
 
@@ -105,28 +106,40 @@ def _pair_key(S, I, F, r, check):
 
 
 @leaf
-def _join(I, F, m, r, t, remaining, fresh):
+def _join(I, F, m, r, t, remaining, fresh, held):
     """Put m into group r with ``remaining`` quiet-seconds of work; ``fresh``: m has just
-    started (none of its entries is paired or deferred yet: nothing to take out first),
-    and is not alone on its whole route (:func:`_join_alone`)."""
+    started and is not alone on its whole route (:func:`_join_alone`); ``held``: its
+    entries are paired or deferred (a move: they leave those first), not so when fresh or
+    a pending candidate (:func:`ccmod.kernel.ccmod_rule._pairs_of_lone`)."""
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r
     F[S.vfin + m] = _vclock(F, S.rf + r * CRF, t) + remaining
     g_add(S, I, F, r, m)
+    _join_entries(I, F, m, r, fresh, held)
+    _mark(I, S.ri + r * CRI + CI_TCH, S.tch_l, S.si, N_TCH, r)
+
+
+@leaf
+def _join_entries(I, F, m, r, fresh, held):
+    """m's route entries join group r (see :func:`_join`): pairs at the resources m shares,
+    deferrals where it is alone, or ``lone`` everywhere when it is alone on its whole
+    route."""
+    J = as_i32(I)
+    S = cc_state(I)
     alone = not fresh
     if alone:
         for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
             if I[S.ri + as_i32(I)[S.route_res + e] * CRI + CI_COUNT] != 1:
                 alone = False
                 break
-    else:
-        entries_take(S, I, m)       # a fresh message pairs or defers: it needs entry slots
+    if not alone and J[S.e_base + m] < 0:
+        entries_take(S, I, m)       # m pairs or defers: it needs entry slots
     d = J[S.e_base + m] - as_i32(I)[S.route_ptr + m]      # route entry -> entry slot
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r2 = J[S.route_res + e]
         q2 = S.ri + r2 * CRI
-        if not fresh:
+        if held:
             _others_del(S, I, F, r2, e + d)
         if alone:
             I[q2 + CI_LONE] = m
@@ -135,18 +148,17 @@ def _join(I, F, m, r, t, remaining, fresh):
                 defer(S, I, F, r2, e + d, r, m)
             else:
                 pair_entry(I, F, r2, e + d, r, m)
-    _mark(I, S.ri + r * CRI + CI_TCH, S.tch_l, S.si, N_TCH, r)
 
 
 @leaf
-def _move(I, F, m, r_new, t):
+def _move(I, F, m, r_new, t, held):
     J = as_i32(I)
     S = cc_state(I)
     old = J[S.bott + m]
     rem = F[S.vfin + m] - _vclock(F, S.rf + old * CRF, t)
     g_del(S, I, F, old, m)
     _mark(I, S.ri + old * CRI + CI_TCH, S.tch_l, S.si, N_TCH, old)
-    _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0, False)
+    _join(I, F, m, r_new, t, rem if rem > 0.0 else 0.0, False, held)
 
 
 @leaf
@@ -226,7 +238,8 @@ def _touch(I, F, r, t):
 def cc_pending(I, si):
     """Has this instant left anything for :func:`cc_flush` (``si``: the rule's scalars)?
     Asked before calling it: with nothing pending (most instants' first change) the call
-    and its prologue are not paid."""
+    and its prologue are not paid. (A pending candidate, ``N_CAND``, comes with a start
+    or a touched group: not asked for.)"""
     return (I[si + N_NEW] != 0 or I[si + N_DEC] != 0 or I[si + N_INC] != 0
             or I[si + N_TCH] != 0)
 
@@ -235,7 +248,7 @@ def cc_pending(I, si):
 def cc_flush(I, F):
     """Re-evaluate bottlenecks of the messages the changes of this instant may affect."""
     si = cc_state(I).si
-    if I[si + N_DEC] != 0 or I[si + N_INC] != 0:
+    if I[si + N_DEC] != 0 or I[si + N_INC] != 0 or I[si + N_CAND] != 0:
         _flush(I, F)
         return
     # starts only (no share dropped nor rose on a resource that had messages: no group
@@ -259,7 +272,7 @@ def _flush_new(I, F):
         if alone:
             _join_alone(I, F, m, b, t, F[S.new_w + i])
         else:
-            _join(I, F, m, b, t, F[S.new_w + i], True)
+            _join(I, F, m, b, t, F[S.new_w + i], True, False)
     I[S.si + N_NEW] = 0
 
 
@@ -307,7 +320,8 @@ def _flush_checks(I, F):
         _pair_key(S, I, F, r, False)
         _mark(I, q + CI_CHK, S.chk_l, S.si, N_CHK, r)
     I[si + N_INC] = 0
-    nc = 0
+    nc = I[si + N_CAND]             # the pending candidates (ccmod_rule._pairs_of_lone)
+    I[si + N_CAND] = 0
     for i in range(I[si + N_CHK]):
         b = I[S.chk_l + i]
         I[S.ri + b * CRI + CI_CHK] = 0
@@ -318,16 +332,19 @@ def _flush_checks(I, F):
 
 @leaf
 def _flush_moves(I, F, nc, t):
-    """Move the ``nc`` candidates (in order key order) whose best resource changed."""
+    """Move the ``nc`` candidates (in order key order) whose best resource changed; a
+    pending one (``cand_f`` 2) that stays pairs and defers its entries in its group."""
     J = as_i32(I)
     S = cc_state(I)
     sort_keyed(I, S.cand_l, nc, S.okey)
     for i in range(nc):
         m2 = I[S.cand_l + i]
+        f = J[S.cand_f + m2]
         J[S.cand_f + m2] = 0
         # (every candidate is active: a message leaves its pairs and deferrals at its
         # end, cc_end, before any later check)
         _, b = _best(S, I, F, m2, -1)
         if b != J[S.bott + m2]:
-            _move(I, F, m2, b, t)
-
+            _move(I, F, m2, b, t, f == 1)
+        elif f == 2:
+            _join_entries(I, F, m2, b, False, False)

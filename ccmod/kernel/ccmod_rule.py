@@ -50,9 +50,9 @@ from ccmod.kernel.state import (CC_RES_F, CC_RES_I, CF_AREA, CF_BUSY, CF_DMIN, C
                                 CRF, CRI, CcRes, CcState, check_ids, records)
 from ccmod.kernel.cc_flush import cc_flush, cc_pending
 from ccmod.kernel.cc_groups import _vclock, g_del, g_empty, g_first, g_take_sorted
-from ccmod.kernel.cc_pairs import (N_ACTIVE, N_DEC, N_DONE, N_ETOP, N_FRESH, N_INC, N_NEW,
-                                   N_PF, N_SI, N_TCH, _mark, _others_add, _others_del, defer,
-                                   entries_give, entries_take, pair_deferred)
+from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CAND, N_DEC, N_DONE, N_ETOP, N_FRESH, N_INC,
+                                   N_NEW, N_PF, N_SI, N_TCH, _mark, _others_del, entries_give,
+                                   pair_deferred)
 from ccmod.kernel.heaps import heap_pop, resource_segments
 
 INF = np.inf
@@ -231,24 +231,22 @@ def _pair_before_change(I, F, r):
 @leaf
 def _pairs_of_lone(S, I, F, r):
     """Resource r is about to change (a message joins it, its background steps) while the
-    message on it is alone on its whole route: give that message the pairs its join left
-    out (its entries elsewhere, still alone, deferred). Until now no share on its route
-    changed, so they are what the join would have made (keyed by the same shares); pairs
-    only feed the checks of later changes."""
-    J = as_i32(I)
+    message on it is alone on its whole route: that message is no longer alone, and its
+    entries get the pairs and deferrals its join left out at the flush, where it is a
+    *pending* candidate (``cand_f`` 2, :func:`ccmod.kernel.cc_flush._flush_moves`): most
+    then move at once (r's share dropped below their group's), and pairing them here
+    would only be undone by the move (a pair made and freed, a heap push and remove, each
+    other entry deferred twice). A pending candidate's entries are neither paired nor
+    deferred, so no change at this instant finds it through them: it is not alone on any
+    resource (``lone`` cleared), no pair crosses its resources but others', and the flush
+    treats it as any candidate (moved when its best group changed, in order key order)."""
     m = I[S.ri + r * CRI + CI_LONE]
-    b = J[S.bott + m]
-    if J[S.e_base + m] < 0:
-        entries_take(S, I, m)       # (a message alone since its start has none)
-    d = J[S.e_base + m] - as_i32(I)[S.route_ptr + m]      # route entry -> entry slot
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
-        r2 = J[S.route_res + e]
-        I[S.ri + r2 * CRI + CI_LONE] = -1
-        if r2 == r:
-            if r2 != b:
-                _others_add(S, I, F, r2, e + d, b, m)
-        elif r2 != b:
-            defer(S, I, F, r2, e + d, b, m)       # still alone on r2
+        I[S.ri + as_i32(I)[S.route_res + e] * CRI + CI_LONE] = -1
+    nc = I[S.si + N_CAND]
+    as_i32(I)[S.cand_f + m] = 2
+    I[S.cand_l + nc] = m
+    I[S.si + N_CAND] = nc + 1
 
 
 @leaf
