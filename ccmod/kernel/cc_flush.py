@@ -22,8 +22,8 @@ from ccmod.kernel.state import (CF_DMIN, CF_SHARE, CI_CHK, CI_COUNT, CI_DEC, CI_
                                 CI_PH_LEN, CI_RP_HEAD, CI_TCH, CRF, CRI)
 from ccmod.kernel.cc_groups import _vclock, g_add, g_del, g_empty, g_first
 from ccmod.kernel.cc_pairs import (N_CAND, N_CHK, N_DEC, N_INC, N_NEW, N_TCH, _mark,
-                                   _others_del, defer, entries_take, pair_entry,
-                                   pair_group_deferred)
+                                   _others_del, defer, deferred_candidates, entries_take,
+                                   pair_entry, pair_member)
 from ccmod.kernel.heaps import (heap_update, iheap_push, iheap_remove, iheap_update, sort_ids,
                                 sort_keyed)
 
@@ -174,14 +174,15 @@ def _beats(F, rf, r, b):
 def _check(I, F, b, nc):
     """Add to the candidates every member of group b crossing a resource that now binds
     before b: walk b's heap of pairs (keyed by that resource's share) down to the keys
-    above share[b]; returns the new number of candidates. Deferred entries are paired
-    first when share[b] reached the lower bound of their keys."""
+    above share[b]; returns the new number of candidates. When share[b] reached the lower
+    bound of its deferred entries' keys, their members are candidates too (paired at the
+    moves if they stay: :func:`ccmod.kernel.cc_pairs.deferred_candidates`)."""
     J = as_i32(I)
     S = cc_state(I)
     ub = S.rf + b * CRF
     sb = F[ub + CF_SHARE]
     if F[ub + CF_DMIN] <= sb:
-        pair_group_deferred(S, I, F, b)
+        nc = deferred_candidates(S, I, F, b, nc)
     n = I[S.ri + b * CRI + CI_PH_LEN]
     if n == 0:
         return nc
@@ -333,7 +334,9 @@ def _flush_checks(I, F):
 @leaf
 def _flush_moves(I, F, nc, t):
     """Move the ``nc`` candidates (in order key order) whose best resource changed; a
-    pending one (``cand_f`` 2) that stays pairs and defers its entries in its group."""
+    pending one (``cand_f`` 2) that stays pairs and defers its entries in its group, one
+    with deferred entries (3: :func:`ccmod.kernel.cc_pairs.deferred_candidates`) pairs
+    them."""
     J = as_i32(I)
     S = cc_state(I)
     sort_keyed(I, S.cand_l, nc, S.okey)
@@ -345,6 +348,8 @@ def _flush_moves(I, F, nc, t):
         # end, cc_end, before any later check)
         _, b = _best(S, I, F, m2, -1)
         if b != J[S.bott + m2]:
-            _move(I, F, m2, b, t, f == 1)
+            _move(I, F, m2, b, t, f != 2)
         elif f == 2:
             _join_entries(I, F, m2, b, False, False)
+        elif f == 3:
+            pair_member(S, I, F, b, m2)

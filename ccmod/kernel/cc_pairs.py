@@ -13,11 +13,11 @@ cannot change while it stays alone, and b's share never exceeds its ceiling
 bind before b, and one keyed at it with r before b only once b is down to it (its last
 member, in the usual case: ``dmin[b]`` holds the lowest such key). The deferred entry is
 noted on its resource alone (``dfr``, ``dgrp``, ``dmsg``; ``ndef[b]`` counts them): a
-change on r (a second message joining it, a background step) pairs it first, and so does
-a check of b whose share reached ``dmin[b]`` or whose free rose (all of b's, through its
-members). Every check thus sees the pairs that pairing at once would have made, keyed
-alike, and finds the same candidates (which it sorts by order key): results are the same
-bit for bit, while an incast's sender costs a few per-resource words instead of a pair,
+change on r (a second message joining it, a background step) pairs it first, and a check
+of b whose share reached ``dmin[b]`` or whose free rose makes all of b's members with a
+deferred entry candidates (:func:`deferred_candidates`). Every check thus finds at least
+the candidates that pairing at once would have found (which it sorts by order key; a
+candidate whose best group is unchanged stays): results are the same bit for bit, while an incast's sender costs a few per-resource words instead of a pair,
 two heap operations and three per-entry words.
 
 A route entry's links (``e_pair``, ``e_next``, ``e_prev``, ``emsg``) live in an *entry
@@ -189,26 +189,73 @@ def pair_deferred(S, I, F, r):
 
 
 @leaf
-def pair_group_deferred(S, I, F, b):
-    """Pair every deferred entry of group b's members (share[b] reached their bound, or
-    free[b] rose). Found through the members: O(|b| x hops), paid when b is down to its
-    ceiling (one member at most, unless ``ccmod:capacity=ratio``) or after a background
-    step raised free[b]."""
+def deferred_candidates(S, I, F, b, nc):
+    """Group b's check found share[b] at the lower bound of its deferred entries' keys
+    (or free[b] rose): every member of b with a deferred entry becomes a candidate
+    (``cand_f`` 3, added to ``cand_l`` after the ``nc`` there; returns the new number).
+    Pairing those entries now, as the check's walk would need, would mostly be undone at
+    once: with b down to its ceiling, its member crosses resources that bind before it
+    only by their lower ids, and moves there. Instead the flush's moves take each as a
+    candidate (found with or without a pair: it moves when its best group changed) and
+    pair the deferred entries of those that stay (:func:`pair_member`), keyed by the same
+    shares. Found through the members: O(|b| x hops), paid when b is down to its ceiling
+    (one member at most, unless ``ccmod:capacity=ratio``) or after a background step
+    raised free[b]. ``dmin[b]`` is reset here: after the flush none of these is deferred
+    (a member that moves leaves its deferrals, one that stays pairs them) and a deferral
+    made by the flush's moves sets it anew."""
     J = as_i32(I)
     qb = S.ri + b * CRI
+    left = I[qb + CI_NDEF]
+    F[S.rf + b * CRF + CF_DMIN] = INF
     m = I[qb + CI_L_HEAD]
-    while m >= 0 and I[qb + CI_NDEF] > 0:
-        _pair_member(S, I, F, b, m)
+    while m >= 0 and left > 0:
+        k = _n_deferred(S, I, m)
+        if k > 0:
+            left -= k
+            nc = _candidate(S, I, m, nc)
         m = J[S.g_next + m]
     o = S.g_item + I[S.seg + b]
     for i in range(I[qb + CI_G_LEN]):
-        if I[qb + CI_NDEF] == 0:
+        if left == 0:
             break
-        _pair_member(S, I, F, b, I[o + i])
+        m = I[o + i]
+        k = _n_deferred(S, I, m)
+        if k > 0:
+            left -= k
+            nc = _candidate(S, I, m, nc)
+    return nc
 
 
 @leaf
-def _pair_member(S, I, F, b, m):
+def _candidate(S, I, m, nc):
+    """Member m with deferred entries becomes a candidate (once): the new count."""
+    J = as_i32(I)
+    if J[S.cand_f + m] == 0:
+        J[S.cand_f + m] = 3
+        I[S.cand_l + nc] = m
+        nc += 1
+    return nc
+
+
+@leaf
+def _n_deferred(S, I, m):
+    """How many of m's route entries are deferred."""
+    J = as_i32(I)
+    if J[S.e_base + m] < 0:
+        return 0                      # no entry slots: nothing deferred
+    e0 = as_i32(I)[S.route_ptr + m]
+    d = J[S.e_base + m] - e0          # route entry -> entry slot
+    k = 0
+    for e in range(e0, as_i32(I)[S.route_end + m]):
+        if I[S.ri + J[S.route_res + e] * CRI + CI_DFR] == e + d:
+            k += 1
+    return k
+
+
+@leaf
+def pair_member(S, I, F, b, m):
+    """Pair the deferred entries of m, a member of group b (a candidate of
+    :func:`deferred_candidates` that stays in b)."""
     J = as_i32(I)
     if J[S.e_base + m] < 0:
         return                        # no entry slots: nothing deferred
