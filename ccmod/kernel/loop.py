@@ -346,7 +346,7 @@ def _loop(C, P, L, I, F):
         elif tk <= th:               # messages finishing under the sharing rule at t
             nd, done = rule_due(C, L, I, F, t, S)
             for i in range(nd):
-                message_done(C, L, I, F, I[done + i], t)
+                message_done(C, L, I, F, I[done + i], t, M, R, G)
         else:
             x = timer_pop(I, F, T.item, T.pos, T.t, T.seq, T.len)
             kind = I[T.kind + x]
@@ -371,7 +371,7 @@ def _loop(C, P, L, I, F):
                 elif F[xf + RF_HFREE] <= t or not _busy(I, F, x, t):
                     adv = x
             elif kind == EV_MSG_END:
-                message_done(C, L, I, F, m, t)
+                message_done(C, L, I, F, m, t, M, R, G)
             elif kind == EV_LAT_END:
                 if C.sharing == 0:
                     work = (F[M.quiet + per_msg(M, FC_QUIET, m)]

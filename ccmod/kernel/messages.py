@@ -139,13 +139,12 @@ def unref(I, m):
         retire(I, m)
 
 
-@njit(cache=True)
-def message_done(C, L, I, F, m, t):
-    M = msg_in(I)
-    R = rank_st(I)
-    G = msg_st(I)
+@njit(cache=True, inline="always")
+def message_done(C, L, I, F, m, t, M, R, G):
+    """Message m's transfer ended at t: its waiters released (or its handler run).
+    Inlined where the loop calls it, with the loop's offsets (``M``, ``R``, ``G``)."""
     F[G.t_end + m * MF] = t
-    _sig(C, L, t, SG_MSGEND, order_key(I, msg_in(I).okey, m), 0, 0, 0, 0.0)
+    _sig(C, L, t, SG_MSGEND, order_key(I, M.okey, m), 0, 0, 0, 0.0)
     if as_i32(I)[M.kind + per_msg(M, FC_KIND, m)]:
         am_arrived(I, F, m, t)
         return
