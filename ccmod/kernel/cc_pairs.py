@@ -17,8 +17,9 @@ change on r (a second message joining it, a background step) pairs it first, and
 of b whose share reached ``dmin[b]`` or whose free rose makes all of b's members with a
 deferred entry candidates (:func:`deferred_candidates`). Every check thus finds at least
 the candidates that pairing at once would have found (which it sorts by order key; a
-candidate whose best group is unchanged stays): results are the same bit for bit, while an incast's sender costs a few per-resource words instead of a pair,
-two heap operations and three per-entry words.
+candidate whose best group is unchanged stays): results are the same bit for bit, while
+an incast's sender costs a few per-resource words instead of a pair, two heap operations
+and three per-entry words.
 
 A route entry's links (``e_pair``, ``e_next``, ``e_prev``, ``emsg``) live in an *entry
 slot*, not at its place in ``route_res``: a message takes a block of as many slots as its

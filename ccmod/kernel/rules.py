@@ -86,7 +86,7 @@ def _mm_start(C, L, I, F, m, t, work):
 
 
 def _mm_offsets(C, I):
-    return 0     # max-min reads its own (given from the loop, its loop ran slower)
+    return 0     # max-min reads its own offsets: given by the loop, they made it slower
 
 
 def _mm_next(C, I, F, S):
