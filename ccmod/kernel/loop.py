@@ -51,11 +51,11 @@ from ccmod.kernel.record import log_state, logs_view, sig as _sig
 from ccmod.kernel.rules import rule_due, rule_next, rule_offsets, rule_set_free, rule_start
 from ccmod.kernel.state import (FC_EAGER, FC_KIND, FC_LATENCY, FC_O_SEND, FC_QUIET, MF, RF,
                                 RF_COMP_END, RF_COMP_START, RF_FINISH, RF_H_INSIDE, RF_HFREE,
-                                RF_OVH_DUE, RF_T_BLOCK, RI, RI_BLOCK, RI_COMP_STATE, RI_PAID_PC,
-                                RI_PC, RI_PENDING)
+                                RF_OVH_DUE, RF_STATE, RF_T_BLOCK, RI, RI_BLOCK, RI_COMP_STATE,
+                                RI_PAID_PC, RI_PC, RI_PENDING)
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_RESUME,
                                 EV_START, K_BG, K_EVENTS, K_NBAR, K_INIT, K_RECORDS,
-                                K_RHEAD, K_RTAIL, K_STARTED, K_STARVED, NSTATES,
+                                K_RHEAD, K_RTAIL, K_STARTED, K_STARVED,
                                 OP_AMREQUEST, OP_BARRIER, OP_COMPUTE, OP_IRECV, OP_ISEND, OP_RECV,
                                 OP_SEND, OP_WAIT, OP_WAITALL, RS_COMPUTING, RS_FINISHED,
                                 RS_RUNNABLE, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
@@ -71,7 +71,7 @@ def _interval(C, L, I, F, r, state, t0, t1):
     R = rank_st(I)
     rf = R.rf + r * RF           # rank r's record in F
     # handler time run inside the interval is counted in handler_s, not in the state
-    F[R.state_s + r * NSTATES + state] += t1 - t0 - F[rf + RF_H_INSIDE]
+    F[rf + RF_STATE + state] += t1 - t0 - F[rf + RF_H_INSIDE]
     F[rf + RF_H_INSIDE] = 0.0
     if C.record and t1 > t0:
         log_state(L, (r, state, t0, t1))

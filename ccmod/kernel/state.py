@@ -81,16 +81,23 @@ RankSt = namedtuple("RankSt", "nranks nready ri rf pc pending block_state t_bloc
 #: ``F`` per rank (one cache line each: the buffers and the records are 64-byte aligned),
 #: rank r's program counter at ``I[R.pc + r * RI]``: waking one of many ranks touches two
 #: lines, not one per field (the per-field arrays of 1024 ranks fall out of the cache)
-RI, RF = 8, 8
+#: The seconds spent per state (``state_s``, :data:`ccmod.codes.STATE_NAMES`' order) are in
+#: the float record too, from word ``RF_STATE`` on: a wake-up closes the rank's blocked
+#: interval into them, and as an array of their own they were one more line per wake-up
+#: (1024 ranks: 48 KB, out of L1 between two wake-ups of a rank). The record's first line
+#: holds what a wake-up reads and the compute, send and receive totals; wait, barrier and
+#: overhead go on in the second line, with the fields written once or by handlers only.
+RI, RF = 8, 16
 RANK_I = ("pc", "pending", "block_state", "comp_state", "paid_pc")
-RANK_F = ("t_block", "finish", "comp_end", "comp_start", "hfree", "handler_tot", "h_inside",
-          "ovh_due")
+RANK_F = ("t_block", "hfree", "h_inside", "ovh_due", "comp_start", "s_compute", "s_send",
+          "s_recv", "s_wait", "s_barrier", "s_overhead", "comp_end", "finish", "handler_tot")
 #: each field's place in the records (the compiled loop reads rank r's pending count at
 #: ``I[R.ri + r * RI + RI_PENDING]``: one base per rank and constant displacements, where
 #: one offset per field, each held in a register or spilled, cost loads at every wake-up)
 RI_PC, RI_PENDING, RI_BLOCK, RI_COMP_STATE, RI_PAID_PC = range(len(RANK_I))
-(RF_T_BLOCK, RF_FINISH, RF_COMP_END, RF_COMP_START, RF_HFREE, RF_HANDLER_TOT, RF_H_INSIDE,
- RF_OVH_DUE) = range(len(RANK_F))
+(RF_T_BLOCK, RF_HFREE, RF_H_INSIDE, RF_OVH_DUE, RF_COMP_START, RF_STATE) = range(6)
+(RF_COMP_END, RF_FINISH, RF_HANDLER_TOT) = (RANK_F.index(f) for f in ("comp_end", "finish",
+                                                                     "handler_tot"))
 RankRec = namedtuple("RankRec", "irec frec")
 MsgSt = namedtuple("MsgSt", "t_post_send t_post_recv t_start t_end send_waiter recv_waiter "
                             "am_waiter bott nic_next refs ret")
@@ -175,7 +182,8 @@ class Arena:
     field: shared inputs) or ``("+", name, delta, length)`` (a slice of field ``name`` of
     the same struct, ``delta`` further on) or ``("%", kind, offset, length, stride)`` (every
     ``stride``-th element from ``offset``: a field of records laid out already; its spec's
-    length is the span it covers, its view strided).
+    length is the span it covers, its view strided; ``("%", kind, offset, length, stride,
+    cols)``: ``cols`` consecutive elements at each, a ``(length, cols)`` view).
     """
 
     def __init__(self):
@@ -195,8 +203,9 @@ class Arena:
                 kind, off, n = f[1], f[2], f[3]
                 shape = None
             elif f[0] == "%":
-                kind, off, shape = f[1], f[2], ("stride", f[4], f[3])
-                n = (f[3] - 1) * f[4] + 1 if f[3] else 0
+                cols = f[5] if len(f) > 5 else 0
+                kind, off, shape = f[1], f[2], ("stride", f[4], f[3], cols)
+                n = (f[3] - 1) * f[4] + max(cols, 1) if f[3] else 0
             elif f[0] == "+":
                 kind, off = spec[f[1]][:2]
                 off, n, shape = off + f[2], f[3], None
@@ -297,7 +306,10 @@ class Arena:
                 out.append(off)
                 continue
             v = (I if kind == "i" else I.view(np.int32) if kind == "j" else F)[off:off + n]
-            if shape is not None and shape[0] == "stride":
+            if shape is not None and shape[0] == "stride" and shape[3]:
+                v = np.lib.stride_tricks.as_strided(
+                    v, (shape[2], shape[3]), (shape[1] * v.itemsize, v.itemsize))
+            elif shape is not None and shape[0] == "stride":
                 v = v[::shape[1]][:shape[2]]
             elif shape is not None:
                 v = v.reshape(shape)
@@ -487,9 +499,12 @@ def rank_state(A, rank_ptr, nstates):
     init = {"pc": np.asarray(rank_ptr[:-1], np.int64), "block_state": -1, "paid_pc": -1,
             "finish": INF, "comp_end": INF}
     recs, fields = records(A, RankRec, n, (RANK_I, RI), (RANK_F, RF), init)
+    # state_s: the records' RF_STATE.. words, an (n, nstates) strided view for Python
+    for name in RANK_F[RF_STATE:RF_STATE + nstates]:
+        del fields[name]
     return A.struct(
         RankSt, nranks=("v", n), nready=("v", nready), ri=("v", recs.irec), rf=("v", recs.frec),
-        state_s=("f", n * nstates, 0.0, (n, nstates)), barrier=("i", n, 0),
+        state_s=("%", "f", recs.frec + RF_STATE, n, RF, nstates), barrier=("i", n, 0),
         ready=("i", nready, 0), **fields)
 
 
