@@ -31,10 +31,15 @@ INF = np.inf
 
 
 @leaf
-def _best(S, I, F, m):
+def _best(S, I, F, m, note):
     """The resource of least share over m's route (ties to the lower id), and whether m
     is alone on it (every resource's count 1), in one pass: (resource, alone). (A move
-    needs both: :func:`_join_entries` then does not walk the route a second time.)"""
+    needs both: :func:`_join_entries` then does not walk the route a second time.)
+    ``note`` (a constant at each call: numba compiles a copy per value, the test folds
+    away): m, just started, is noted alone on each resource (``lone``) on the way, as
+    :func:`_join_alone` needs (most starts of light traffic: no second walk); when it is
+    not alone, :func:`_join_entries` clears them again before anything reads them (every
+    ``lone`` on a new message's route was -1)."""
     best = INF
     br = -1
     alone = True
@@ -47,30 +52,10 @@ def _best(S, I, F, m):
         if (s < best) | ((s == best) & (r < br)):
             br = r
         best = min(s, best)
-        alone &= I[S.ri + r * CRI + CI_COUNT] == 1
-    return br, alone
-
-
-@leaf
-def _best_alone(S, I, F, m):
-    """:func:`_best` over m's whole route, and whether m is alone on it (every resource's
-    count 1), in one pass: (resource, alone). m, just started, is noted alone on each
-    resource (``lone``) on the way, as :func:`_join_alone` needs (most starts of light
-    traffic: no second walk); when it is not alone, :func:`_join_entries` clears them
-    again before anything reads them (every ``lone`` on a new message's route was -1)."""
-    best = INF
-    br = -1
-    alone = True
-    for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
-        r = as_i32(I)[S.route_res + e]
-        s = F[S.rf + r * CRF + CF_SHARE]
-        if (s < best) | ((s == best) & (r < br)):      # (as _best: without branches)
-            br = r
-        best = min(s, best)
         q = S.ri + r * CRI
-        if I[q + CI_COUNT] != 1:
-            alone = False
-        I[q + CI_LONE] = m
+        alone &= I[q + CI_COUNT] == 1
+        if note:
+            I[q + CI_LONE] = m
     return br, alone
 
 
@@ -79,10 +64,9 @@ def _join_alone(I, F, m, r, t, remaining):
     """Put a message just started and alone on its whole route (most messages of light
     traffic) into group r with ``remaining`` quiet-seconds of work. It needs neither pairs
     nor a check: group r is empty (its only message is m), m is noted on its resources
-    (``lone``, by :func:`_best_alone`'s walk) and the group re-scheduled at once with m
-    as its first member, as
-    :func:`_touch` would (nothing else can join that group at this instant: no other
-    message crosses it, and the moves came first)."""
+    (``lone``, by :func:`_best`'s walk) and the group re-scheduled at once with m as its
+    first member, as :func:`_touch` would (nothing else can join that group at this
+    instant: no other message crosses it, and the moves came first)."""
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r
@@ -150,7 +134,7 @@ def _join_entries(I, F, m, r, alone, fresh, held):
             I[q2 + CI_LONE] = m
             continue
         if fresh:
-            I[q2 + CI_LONE] = -1      # (_best_alone's walk noted m alone on its way)
+            I[q2 + CI_LONE] = -1      # (_best's walk noted m alone on its way)
         if r2 != r:
             if I[q2 + CI_COUNT] == 1:
                 defer(S, I, F, r2, e + d, r, m)
@@ -287,7 +271,7 @@ def _flush_new(I, F):
     t = F[S.sf]
     for i in range(I[S.si + N_NEW]):
         m = I[S.new_m + i]
-        b, alone = _best_alone(S, I, F, m)
+        b, alone = _best(S, I, F, m, True)
         if alone:
             _join_alone(I, F, m, b, t, F[S.new_w + i])
         else:
@@ -364,7 +348,7 @@ def _flush_moves(I, F, nc, t):
         J[S.cand_f + m2] = 0
         # (every candidate is active: a message leaves its pairs and deferrals at its
         # end, cc_end, before any later check)
-        b, alone = _best(S, I, F, m2)
+        b, alone = _best(S, I, F, m2, False)
         if b != J[S.bott + m2]:
             _move(I, F, m2, b, t, alone, f != 2)
         elif f == 2:
