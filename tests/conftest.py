@@ -88,6 +88,22 @@ def pytest_collection(session):
     gc.freeze()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """After a test module's last test (its module fixtures torn down), collect its garbage
+    and freeze what is left, as after collection.
+
+    What stays is what the module imported on first use (bokeh, matplotlib, pyarrow's
+    datasets, scikit-learn, numba's loaded kernels) and caches kept for the whole run;
+    unfrozen, every full collection walked it again: 24 full passes took 4.1 s of 98 s CPU
+    of the default run. One collection per module walks only what the module made.
+    """
+    yield
+    if nextitem is None or nextitem.module is not item.module:
+        gc.collect()
+        gc.freeze()
+
+
 #: whether this run includes the slow tests (CI): set from the options in pytest_configure,
 #: before any test module is imported
 RUN_SLOW = os.environ.get("CCMOD_RUN_SLOW") == "1"
