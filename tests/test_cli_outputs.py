@@ -35,11 +35,17 @@ def test_out_and_report_together_write_both(tmp_path, capsys):
     assert json.loads((out / "run.json").read_text())["options"]["trace"] == str(TINY)
 
 
-def test_report_path_in_json(tmp_path, capsys):
+def test_report_path_in_json(tmp_path, capsys, monkeypatch):
+    # the path make_report returns, i.e. the file it wrote; the HTML itself (a Bokeh build,
+    # ~1 s) is the test above's and tests/test_outputs_report.py's
+    from ccmod.outputs import report
+    monkeypatch.setattr(report, "build_report",
+                        lambda r, out_html, **kw: (out_html.write_text("stub"), out_html)[1])
     code, stdout, _ = _cli(["run", TINY, "-n", TINY_NET, "--report", tmp_path, "--json"],
                            capsys)
     assert code == 0
     assert json.loads(stdout)["report"] == str(tmp_path / "report.html")
+    assert (tmp_path / "report.html").read_text() == "stub"
 
 
 def test_version_and_help(capsys):

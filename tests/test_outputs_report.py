@@ -30,6 +30,12 @@ def evil_report(tmp_path_factory):
     return out, out.read_text(encoding="utf-8"), r
 
 
+@pytest.fixture(scope="module")
+def stencil():
+    """The stencil run, read by several tests (none changes it)."""
+    return stencil_result()
+
+
 def test_report_is_self_contained(evil_report):
     _, html, _ = evil_report
     assert html.startswith("<!DOCTYPE html>")
@@ -65,30 +71,41 @@ def test_report_sections_and_numbers(evil_report):
     assert "No knee to show" in html
 
 
-def test_report_is_reproducible(evil_report, tmp_path):
-    path, html, r = evil_report
-    again = build_report(r, tmp_path / "again.html").read_text(encoding="utf-8")
-    assert again == html
-
-
-def test_report_from_directory_equals_in_memory(tmp_path):
-    """``ccmod report DIR`` loads the same RunResult the run reported from memory."""
+def test_report_from_directory_equals_in_memory_and_is_reproducible(tmp_path, capsys):
+    """``ccmod report DIR`` (the command line) loads the same RunResult the run reported
+    from memory: the two builds give the same file but for the engine's wall time, so the
+    same inputs give the same report (nothing random or time-dependent in the HTML)."""
     r = tiny_result(sinks=["parquet"], out_dir=tmp_path)
     a = build_report(r, tmp_path / "a.html").read_text()
-    b = build_report(tmp_path, tmp_path / "b.html").read_text()
+    assert _cli(["report", str(tmp_path), "-o", str(tmp_path / "cli.html"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["report"].endswith("cli.html")
+    b = (tmp_path / "cli.html").read_text()
     strip = lambda h: re.sub(r"Engine wall time</td><td>[^<]*", "", h)  # noqa: E731
     assert strip(a) == strip(b)
 
 
-def test_large_run_is_aggregated_and_says_so(tmp_path):
-    r = stencil_result()
-    html = build_report(r, tmp_path / "r.html", max_lines=100).read_text()
-    assert f"100 of {r.messages_count:,} messages drawn" in html
-    assert "Aggregated view" in html and "Zoom in to a window shorter than" in html
+def _space_time_texts(r, **kw):
+    """The space-time diagram's texts as the report writes them (status line shown first,
+    the aggregated view's text the view switches to) and its info, built alone (what
+    build_report(r, max_lines=...) builds for the diagram, without the other figures)."""
+    from ccmod.outputs import interactive as ia
+    layout, x_range, info = ia.space_time(r, visible_detail=ia.VISIBLE_DETAIL, **kw)
+    status = layout.select_one({"name": "st-status"}).text
+    agg = x_range.js_property_callbacks["change:start"][0].args["agg"]
+    return status, agg, info
 
 
-def test_knee_picks_a_link_whose_contention_varies():
-    r = stencil_result()
+def test_large_run_is_aggregated_and_says_so(stencil):
+    r = stencil
+    status, agg, info = _space_time_texts(r, max_lines=100)
+    assert info["lines"] == 100
+    assert f"100 of {r.messages_count:,} messages drawn" in agg
+    assert "Aggregated view" in agg and "Zoom in to a window shorter than" in agg
+
+
+def test_knee_picks_a_link_whose_contention_varies(stencil):
+    r = stencil
     links = knee_links(r, top=3)
     assert links
     ld = r.link_load
@@ -159,10 +176,9 @@ def _cli(args) -> int:
 
 
 def test_cli_report_and_sinks(tmp_path, capsys):
+    # `ccmod report DIR -o FILE --json` building a report: in
+    # test_report_from_directory_equals_in_memory_and_is_reproducible
     tiny_result(sinks=["parquet"], out_dir=tmp_path)
-    assert _cli(["report", str(tmp_path), "-o", str(tmp_path / "cli.html"), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["report"].endswith("cli.html") and (tmp_path / "cli.html").exists()
     assert _cli(["sinks", "--json"]) == 0
     names = {r["name"] for r in json.loads(capsys.readouterr().out)}
     assert {"debug", "parquet", "perfetto", "paraver"} <= names
@@ -181,10 +197,10 @@ def test_measured_values_are_shown_beside_the_prediction(evil_report):
     assert "<td>makespan_s</td>" in sec and "-25.0%" in sec
 
 
-def test_detail_window_holds_everything_inside_it(monkeypatch, tmp_path):
+def test_detail_window_holds_everything_inside_it(monkeypatch, stencil):
     """Over the file budget, full detail covers a window completely (no sampled holes)."""
     from ccmod.outputs import interactive as ia
-    r = stencil_result()
+    r = stencil
     s, m = r.rank_states, r.messages
     a, b = s["t_start_s"].to_numpy(), s["t_end_s"].to_numpy()
     ts, te = m["t_start_s"].to_numpy(), m["t_end_s"].to_numpy()
@@ -194,5 +210,6 @@ def test_detail_window_holds_everything_inside_it(monkeypatch, tmp_path):
     assert ((b > w0) & (a < w1)).sum() <= 200 and ((te > w0) & (ts < w1)).sum() <= 100
     monkeypatch.setattr(ia, "DETAIL_STATES", 200)
     monkeypatch.setattr(ia, "DETAIL_MESSAGES", 100)
-    html = build_report(r, tmp_path / "r.html").read_text()
-    assert "Full detail is kept for" in html
+    status, agg, info = _space_time_texts(r)
+    assert info["detail_window_s"] == (w0, w1)
+    assert "Full detail is kept for" in agg and status == agg
