@@ -155,10 +155,11 @@ def test_simulation_reproducible_and_kernel_equals_local_sharing():
 
 def test_constant_service_times_faster_than_exponential_section_4_3():
     """MMT section 4.3: exponential actor times over-predict the fork-join response time."""
+    # 100 iterations: the ratio is 0.57-0.60 with seeds 0-2 (as with 200), far below 0.9
     exp_ = dataflow_sim.simulate(df.from_dict(ex.image_processing(4, 128)), replications=2,
-                                 seed=0, iterations=200)
+                                 seed=0, iterations=100)
     const = dataflow_sim.simulate(df.from_dict(ex.image_processing(4, 128, "constant")),
-                                  replications=2, seed=0, iterations=200)
+                                  replications=2, seed=0, iterations=100)
     assert const["application"]["response_time"] < 0.9 * exp_["application"]["response_time"]
 
 

@@ -10,6 +10,7 @@ giving what its compiled code gives.
 """
 from __future__ import annotations
 
+import itertools
 import random
 import re
 
@@ -177,15 +178,29 @@ def test_compiled_scan_equals_its_python(monkeypatch):
         assert _outcome([t], True) == w
 
 
+def _combos(full, *fields):
+    """Every combination of the fields' values (``full``), else each value of each field
+    at least once, the other fields cycling through theirs."""
+    if full:
+        return list(itertools.product(*fields))
+    return [tuple(f[(i if k == j else i + k) % len(f)] for k, f in enumerate(fields))
+            for j, field in enumerate(fields) for i in range(len(field))]
+
+
+# the default run reads each value of each field in each form (~140 forms); the slow twin
+# (CI) every combination of them (~2000 forms, ~8000 parses, ~1.9 s here)
 @needs_jit
-def test_every_field_form_line_by_line():
+@pytest.mark.parametrize("full", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["each-value", "every-combination"])
+def test_every_field_form_line_by_line(full):
     # each odd send/recv/compute form on its own (an error stops a file at its line)
     forms = [f"0 compute {c}" for c in _COUNTS]
     for act in ("send", "recv"):
         forms += [f"0 {act} 1", f"0 {act} x 5"] + [f"0 {act} 1 {c}" for c in _COUNTS]
-        forms += [f"0 {act} 1 {t} {c}" for t in _TAGS + _COUNTS for c in _COUNTS[:8] + _DTYPES]
-        forms += [f"0 {act} 1 {t} {c} {d}" for t in _TAGS for c in ("5", "2.5", "x")
-                  for d in _DTYPES]
+        forms += [f"0 {act} 1 {t} {c}"
+                  for t, c in _combos(full, _TAGS + _COUNTS, _COUNTS[:8] + _DTYPES)]
+        forms += [f"0 {act} 1 {t} {c} {d}"
+                  for t, c, d in _combos(full, _TAGS, ("5", "2.5", "x"), _DTYPES)]
     seen = set()
     for form in forms:
         for opts in ({}, {"syntax": "untagged"}):
