@@ -376,7 +376,7 @@ class Engine:
                             gap_s=("f", len(gap), gap), **fields)
         self.Ro = ks.rank_state(A, self.P.rank_ptr, len(STATE_NAMES))
         self.Go = ks.msg_state(A, S, nnodes, self.C.recycle)
-        self.T = ks.timers(A, 2 * n + 2 * S, 2 * n)
+        self.T = ks.timers(A, 2 * n + 2 + 2 * S, 2 * n + 2)
         self.Ko = ks.scalars(A)
         t, res, load = self._bg
         self.BG = A.struct(ks.BgSteps, n=("v", len(t)), t=("f", len(t), t),

@@ -330,16 +330,19 @@ def cc_pop_due(I, F, t, bott_out):
     """Take every message due at time t out of its group; their ids go to ``S.done``
     (in a deterministic order), their bottleneck to ``as_i32(I)[bott_out + m]``. Returns how
     many; the caller then calls :func:`cc_end` for each and :func:`cc_flush`."""
-    return cc_pop_due_s(cc_state(I), I, F, t, bott_out)
+    S = cc_state(I)
+    if cc_pending(I, S.si):
+        cc_flush(I, F)
+    return cc_pop_due_s(S, I, F, t, bott_out)
 
 
 @leaf
 def cc_pop_due_s(S, I, F, t, bott_out):
     """:func:`cc_pop_due` with the rule's offsets ``S`` given (the loop reads them once a
-    call: read here, the ~20 this uses were loaded and spilled at every completion)."""
+    call: read here, the ~20 this uses were loaded and spilled at every completion).
+    Nothing is pending (:func:`cc_pending`): the loop asks for the completions due at the
+    time :func:`ccmod.kernel.rules.rule_next` gave it, after that flushed."""
     J = as_i32(I)
-    if cc_pending(I, S.si):
-        cc_flush(I, F)
     F[S.sf] = t
     nd = 0
     while I[S.ev_len] > 0 and F[S.ev_t + I[S.ev_item]] <= t:

@@ -20,6 +20,9 @@ from numba import njit
 
 from ccmod.kernel.compiled import leaf
 
+INF = float("inf")
+I64_MAX = np.iinfo(np.int64).max
+
 
 
 @njit(cache=True, inline="always")
@@ -150,6 +153,72 @@ def iheap_update(I, F, item, pos, key, off, lens, h, x):
 
 
 # -- the timer queue: key (t, seq), one live timer per slot ---------------------------------
+# 1-based, between sentinels (the timer queue holds 1-4 timers on light traffic, so its
+# length tests were as unpredictable as its comparisons): ``item[0]`` is a slot whose time
+# is -inf, so a timer climbing up stops at the root without a test of its index; every
+# place past the last timer, up to twice its index and one, holds a slot whose time is +inf
+# (the children a sift down compares then never win, no bounds test), so the earliest time
+# is ``t[item[1]]``, +inf when the queue is empty. The sentinels are the two slots after
+# the ranks' (:func:`ccmod.kernel.state.timers`, set by :func:`timer_init`).
+@njit(cache=True, inline="always")
+def _timer_lt(I, F, tt, ts, a, b):
+    """Is slot a's timer before b's, as an integer (0 or 1) computed without branches: the
+    child a sift down follows is as good as random, a branch on it mispredicted."""
+    ka_lt = F[tt + a]
+    kb_lt = F[tt + b]
+    return int(ka_lt < kb_lt) | (int(ka_lt == kb_lt) & int(I[ts + a] < I[ts + b]))
+
+
+# (the names of the inlined helpers' locals are their own: numba's inlining of a function
+# inlined into another mixed up equal names, the climbing slot stored as the sentinel)
+@njit(cache=True, inline="always")
+def _timer_down(I, F, item, pos, tt, ts, i_dn):
+    """Sift the timer at place ``i_dn`` down (places past the last hold the +inf
+    sentinel)."""
+    x_dn = I[item + i_dn]
+    while True:
+        c_dn = 2 * i_dn
+        c_dn += _timer_lt(I, F, tt, ts, I[item + c_dn + 1], I[item + c_dn])
+        y_dn = I[item + c_dn]
+        if _lt(I, F, tt, ts, y_dn, x_dn):
+            I[item + i_dn] = y_dn
+            I[pos + y_dn] = i_dn
+            i_dn = c_dn
+        else:
+            break
+    I[item + i_dn] = x_dn
+    I[pos + x_dn] = i_dn
+
+
+@njit(cache=True, inline="always")
+def _timer_up(I, F, item, pos, tt, i_up, x_up, t_up):
+    """Place slot ``x_up`` (time ``t_up``, the newest sequence number) at place ``i_up``
+    or above it: it climbs past strictly later timers only (place 0's sentinel, at -inf,
+    stops it at the root). Returns its place."""
+    while True:
+        p_up = i_up >> 1
+        y_up = I[item + p_up]
+        if not t_up < F[tt + y_up]:
+            break
+        I[item + i_up] = y_up
+        I[pos + y_up] = i_up
+        i_up = p_up
+    I[item + i_up] = x_up
+    I[pos + x_up] = i_up
+    return i_up
+
+
+@leaf
+def timer_init(I, F, item, tt, ts, hi, lo):
+    """Set the sentinels of an empty timer queue: slot ``lo`` at place 0 (time -inf), slot
+    ``hi`` at place 1 (time +inf, the last sequence number)."""
+    F[tt + hi] = INF
+    I[ts + hi] = I64_MAX
+    F[tt + lo] = -INF
+    I[item] = lo
+    I[item + 1] = hi
+
+
 @njit(cache=True, inline="always")
 def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
     """Arm (or re-arm) timer slot x at time t; ``seq`` orders equal times (FIFO).
@@ -162,13 +231,17 @@ def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
     I[ts + x] = seq
     # armed means at its position in the heap: a slot never armed reads position 0 (its
     # fields are left zero at set-up, so the pages of slots never used are never
-    # touched), a slot taken out reads -1
+    # touched; place 0 holds the sentinel), a slot taken out reads -1
     i = I[pos + x]
     n = I[lens]
-    if i < 0 or i >= n or I[item + i] != x:
+    if i <= 0 or i > n or I[item + i] != x:
         I[lens] = n + 1
-        while n > 0:
-            p = (n - 1) >> 1
+        # the +inf sentinel (past the last timer until now) to the new last's children
+        I[item + 2 * n + 2] = I[item + n + 1]
+        I[item + 2 * n + 3] = I[item + n + 1]
+        n += 1
+        while True:
+            p = n >> 1
             y = I[item + p]
             if not t < F[tt + y]:
                 break
@@ -178,13 +251,30 @@ def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
         I[item + n] = x
         I[pos + x] = n
     else:
-        heap_update(I, F, item, pos, tt, ts, 0, lens, 0, x)
+        timer_rearm(I, F, item, pos, tt, ts, x, i)
 
 
 @leaf
+def timer_rearm(I, F, item, pos, tt, ts, x, i):
+    """Restore the timer queue after armed slot x (at place i) took a new time and the
+    newest sequence number."""
+    if _timer_up(I, F, item, pos, tt, i, x, F[tt + x]) == i:
+        _timer_down(I, F, item, pos, tt, ts, i)
+
+
+@njit(cache=True, inline="always")
 def timer_pop(I, F, item, pos, tt, ts, lens):
-    """Remove and return the earliest slot (the caller checked the queue is not empty)."""
-    return heap_pop(I, F, item, pos, tt, ts, 0, lens, 0)
+    """Remove and return the earliest slot (the caller checked the queue is not empty):
+    the last timer takes the root's place, a +inf sentinel the last's (the root is the
+    sentinel when the queue empties), and sifts down."""
+    x = I[item + 1]
+    n = I[lens]
+    I[lens] = n - 1
+    I[pos + x] = -1
+    I[item + 1] = I[item + n]
+    I[item + n] = I[item + n + 1]
+    _timer_down(I, F, item, pos, tt, ts, 1)
+    return x
 
 
 # -- sorting lists of ids in place -----------------------------------------------------------

@@ -43,7 +43,7 @@ from ccmod.kernel.compiled import (CODE_BITS, CODE_OP, at_f, at_i, at_u32, bg_st
                                    msg_in, msg_st, per_msg, program_view, rank_st, scalars,
                                    timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
-from ccmod.kernel.heaps import order_key, timer_pop
+from ccmod.kernel.heaps import order_key, timer_init, timer_pop
 from ccmod.kernel.messages import (arm_timer, make_ready, message_done, retire, start_transfer,
                                    unref, wait_on)
 from ccmod.kernel.rawbuf import as_i32, prefetch, raw
@@ -287,6 +287,7 @@ def _loop(C, P, L, I, F):
         I[K.ks + K_STARVED] = 0
     if I[K.ks + K_STARTED] == 0:
         I[K.ks + K_STARTED] = 1
+        timer_init(I, F, T.item, T.t, T.seq, 2 * n, 2 * n + 1)
         _sig(C, L, 0.0, SG_GO_INIT, n, M.nmsg, 0, 0, 0.0)
     nbg = BG.n
     budget = C.max_events
@@ -327,7 +328,7 @@ def _loop(C, P, L, I, F):
             break
         budget -= 1
         tk = rule_next(C, I, F, S)      # the sharing rule's next completion
-        th = F[T.t + I[T.item]] if I[T.len] > 0 else INF
+        th = F[T.t + I[T.item + 1]]     # +inf when no timer is armed (a sentinel)
         kb = I[K.ks + K_BG]
         tb = F[BG.t + kb] if kb < nbg else INF
         if tk == INF and th == INF:    # nothing left to move: later steps change nothing

@@ -541,8 +541,11 @@ def own_routes(A, route_ptr, route_res, okey=None):
 
 
 def timers(A, nslots, first):
-    """The timer queue: ``nslots`` slots (``2 n + 2 M`` for n ranks and M message slots),
-    the messages' from ``first`` (``2 n``) on.
+    """The timer queue: ``nslots`` slots (``2 n + 2 + 2 M`` for n ranks and M message
+    slots), the ranks' ``2 n`` first, then the queue's two sentinels (``2 n``: time +inf,
+    ``2 n + 1``: -inf, :mod:`ccmod.kernel.heaps`), the messages' from ``first``
+    (``2 n + 2``) on. The queue's places are 1-based, and each holds up to twice the last
+    timer's place and one: ``item`` has ``2 nslots`` of them.
 
     A message's timer takes a slot from a pool when it is armed and gives it back when it
     fires (``free``, a stack of ``nf[0]`` slots; ``nf[1]`` the first slot never used), so
@@ -552,8 +555,9 @@ def timers(A, nslots, first):
     """
     n = max(nslots, 1)
     # nothing to fill: a slot's time is written when it is armed, and a position of 0
-    # (never armed) is told apart by the heap's item (heaps.timer_set)
-    return A.struct(Timers, item=("i", n, 0), pos=("i", n, 0), t=("f", n, 0.0),
+    # (never armed) is told apart by the heap's item (heaps.timer_set); the sentinels are
+    # set when the loop starts (heaps.timer_init)
+    return A.struct(Timers, item=("i", 2 * n + 2, 0), pos=("i", n, 0), t=("f", n, 0.0),
                     seq=("i", n, 0), kind=("i", n, 0), len=("i", 1, 0),
                     msg=("i", n, 0), free=("i", n, 0),
                     nf=("i", 2, np.array([0, first], np.int64)))
