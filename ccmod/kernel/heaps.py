@@ -169,8 +169,6 @@ def _timer_lt(I, F, tt, ts, a, b):
     return int(ka_lt < kb_lt) | (int(ka_lt == kb_lt) & int(I[ts + a] < I[ts + b]))
 
 
-# (the names of the inlined helpers' locals are their own: numba's inlining of a function
-# inlined into another mixed up equal names, the climbing slot stored as the sentinel)
 @njit(cache=True, inline="always")
 def _timer_down(I, F, item, pos, tt, ts, i_dn):
     """Sift the timer at place ``i_dn`` down (places past the last hold the +inf
@@ -240,6 +238,8 @@ def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
         I[item + 2 * n + 2] = I[item + n + 1]
         I[item + 2 * n + 3] = I[item + n + 1]
         n += 1
+        # (_timer_up written out: inlined here, itself inlined into arm_timer, numba's
+        # inlining stored the sentinel for the climbing slot, even with distinct names)
         while True:
             p = n >> 1
             y = I[item + p]
