@@ -46,15 +46,17 @@ def capacity_ratio(nresources, capacity_Bps, route_ptr, route_res, flow_cap_Bps)
     message's bytes go faster than ``capacity / count``). Resources no message crosses get 1.
     """
     cap = np.asarray(capacity_Bps, np.float64)[:nresources]
-    rp, rr = np.asarray(route_ptr, np.int64), np.asarray(route_res, np.int64)
+    rp = np.asarray(route_ptr, np.int64)
+    rr = np.asarray(route_res, np.int64)
     hops = np.diff(rp)
     msg = np.repeat(np.arange(len(hops)), hops)
     # bottleneck capacity per message: min over its route entries
     route_min = np.full(len(hops), np.inf)
     np.minimum.at(route_min, msg, cap[rr])
     bw = np.minimum(np.asarray(flow_cap_Bps, np.float64), route_min)
-    ref, out = np.zeros(nresources), np.ones(nresources)
+    ref = np.zeros(nresources)
     np.maximum.at(ref, rr, bw[msg])
+    out = np.ones(nresources)
     ok = (ref > 0) & np.isfinite(ref) & np.isfinite(cap)
     out[ok] = cap[ok] / ref[ok]
     return out
@@ -277,7 +279,6 @@ class Engine:
                 P = self.P
                 self._order = korder.plan(P.rank_ptr, P.rec_msg, msgs.kind, M,
                                           (P.op, P.wait_msg, P.wa_ptr, P.wa_msg))
-                self.P = ks.whole_program_code(P)      # the interpreter's word: as slots
         if bg_t_s is None:
             bg_t_s, bg_resource, bg_load = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
         order = np.argsort(np.asarray(bg_t_s, np.float64), kind="stable")
@@ -526,7 +527,6 @@ class Engine:
         if last is not None and messages <= last[0] and last[1] <= set(keep_inputs):
             return
         self._released = (messages, set(keep_inputs))
-        self.P = self.P._replace(code=self.P.code[:0])   # the interpreter's alone: 4 B/record
         from ccmod.kernel.state import drop_pages
         A = self._arena
         keep, drop = [], []

@@ -50,17 +50,13 @@ def test_deadlock_of_a_file_still_names_its_line(tmp_path):
 def test_program_is_read_narrow_and_refuses_ids_that_do_not_fit():
     from ccmod.kernel.state import whole_program
     one = np.zeros(1, np.int64)
-    P = whole_program(1, [0, 3], np.array([1, 2, 0]), np.zeros(3),
-                      np.array([0, 2**28 - 1, -1]), one, one, one, one, one)
+    P = whole_program(1, [0, 2], np.array([1, 2]), np.zeros(2), np.array([0, 2**31 - 1]),
+                      one, one, one, one, one)
     assert P.op.dtype == np.int8 and P.rec_msg.dtype == np.int32
-    assert P.rec_msg[1] == 2**28 - 1
-    # the interpreter's word: the op in the low 4 bits, the message id above (none: 0)
-    assert P.code.dtype == np.uint32 and list(P.code & 15) == [1, 2, 0]
-    assert list(P.code >> 4) == [0, 2**28 - 1, 0]
-    for big in (2**28, 2**31):       # past the word's 28 bits, or past int32
-        with pytest.raises(OverflowError, match="message id") as exc:
-            whole_program(1, [0, 1], np.array([1]), np.zeros(1), np.array([big]),
-                          one, one, one, one, one)
+    assert P.rec_msg[1] == 2**31 - 1
+    with pytest.raises(OverflowError, match="message id") as exc:
+        whole_program(1, [0, 1], np.array([1]), np.zeros(1), np.array([2**31]),
+                      one, one, one, one, one)
     # an input error the command line reports in one line with exit code 2, saying to stream
     from ccmod.errors import CcmodInputError
     assert isinstance(exc.value, CcmodInputError) and exc.value.exit_code == 2
@@ -106,9 +102,9 @@ def test_ids_past_int32_are_refused_in_one_line(monkeypatch, tmp_path):
     # (no huge input) ...
     from ccmod.errors import CcmodInputError
     from ccmod.kernel import state
-    state.check_ids(2**31 - 1, 2**28, 2**31 - 1)        # the largest that fit (message
-    for args, what in (((2**31, 1, 1), "2147483648 route entries"),     # ids: 28 bits)
-                       ((1, 2**28 + 1, 1), "268435457 messages"),
+    state.check_ids(2**31 - 1, 2**31 - 2, 2**31 - 1)        # the largest that fit
+    for args, what in (((2**31, 1, 1), "2147483648 route entries"),
+                       ((1, 2**31 - 1, 1), "2147483647 messages"),
                        ((1, 1, 2**31), "2147483648 resources")):
         with pytest.raises(CcmodInputError, match=what) as exc:
             state.check_ids(*args)
@@ -123,15 +119,6 @@ def test_ids_past_int32_are_refused_in_one_line(monkeypatch, tmp_path):
         lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
         assert res.returncode == 2 and len(lines) == 1 and "Traceback" not in res.stderr
         assert "one run holds at most 10" in lines[0] and "--stream" in lines[0]
-    # the records' message ids past the interpreter's word (kernel/compiled.CODE_MSG_MAX)
-    from ccmod.kernel import compiled
-    monkeypatch.setattr(state, "_I32_MAX", 2**31 - 1)
-    monkeypatch.setattr(compiled, "CODE_MSG_MAX", 3)
-    res = run_cli("run", TRACES / "ring16.ti", "--network", STAR, "--json", "--out",
-                  tmp_path / "code")
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert res.returncode == 2 and len(lines) == 1 and "Traceback" not in res.stderr
-    assert "message id" in lines[0] and "past 3" in lines[0] and "--stream" in lines[0]
 
 
 def test_run_view_holds_all_zero_durations_in_untouched_pages():

@@ -207,9 +207,9 @@ def leaf(func):
 
 
 # -- the program seen through raw addresses --------------------------------------------------
-# The interpreter (loop._advance) is called once per rank wake-up; given the Program (twelve
+# The interpreter (loop._advance) is called once per rank wake-up; given the Program (eleven
 # arrays, ~80 words) it would copy them all at every call. :func:`program_view` gives the
-# same named tuple with each array replaced by its data address (twelve words) and
+# same named tuple with each array replaced by its data address (eleven words) and
 # :func:`at_i` / :func:`at_f` read an element through it. Under NUMBA_DISABLE_JIT the view
 # is the Program itself and the readers index the arrays: the same code, the same results.
 # The arrays are contiguous (state.whole_program, window.WindowFeed: :data:`PROGRAM_DTYPES`)
@@ -224,10 +224,14 @@ def at_i(a, i):
     return a[i]
 
 
-def at_u32(a, i):
-    """``a[i]`` of a uint32 array (the records' op code and message id in one word,
-    :data:`CODE_BITS`), or of its data address, as an int64 (compiled: zero-extended as
-    it is loaded)."""
+def at_i8(a, i):
+    """``a[i]`` of an int8 array (the op codes), or of its data address, as an int64."""
+    return int(a[i])
+
+
+def at_i32(a, i):
+    """``a[i]`` of an int32 array (the records' message ids), or of its data address, as an
+    int64 (compiled: sign-extended as it is loaded)."""
     return int(a[i])
 
 
@@ -248,8 +252,8 @@ def _addr(typingctx, a):
 
 
 def _loader(kind, widen=False):
-    # with widen, an element of a narrower unsigned integer array, zero-extended to int64:
-    # callers compute with it (offsets, ids) as with an at_i value
+    # with widen, an element of a narrower integer array, sign-extended to int64: callers
+    # compute with it (offsets, ids) as with an at_i value
     @intrinsic
     def load(typingctx, addr, i):
         if not (isinstance(addr, types.Integer) and isinstance(i, types.Integer)):
@@ -261,7 +265,7 @@ def _loader(kind, widen=False):
             k = context.cast(builder, args[1], sig.args[1], types.int64)
             value = builder.load(builder.gep(ptr, [k]))
             if widen:
-                return builder.zext(value, context.get_value_type(types.int64))
+                return builder.sext(value, context.get_value_type(types.int64))
             return value
         return (types.int64 if widen else kind)(addr, i), codegen
     return load
@@ -269,7 +273,8 @@ def _loader(kind, widen=False):
 
 _load_i = _loader(types.int64)
 _load_f = _loader(types.float64)
-_load_u32 = _loader(types.uint32, widen=True)
+_load_i8 = _loader(types.int8, widen=True)
+_load_i32 = _loader(types.int32, widen=True)
 
 
 @overload(at_i)
@@ -294,35 +299,12 @@ def _narrow_reader(load):
     return typer
 
 
-overload(at_u32)(_narrow_reader(_load_u32))
+overload(at_i8)(_narrow_reader(_load_i8))
+overload(at_i32)(_narrow_reader(_load_i32))
 
 #: the dtype of each Program array: op codes as the readers make them (int8, no int64
-#: copy of them per run), message ids of the records int32 (8 + 4 bytes per record less);
-#: the interpreter reads neither but ``code``, both in one word (below)
-PROGRAM_DTYPES = {"op": np.int8, "dur": np.float64, "rec_msg": np.int32, "code": np.uint32}
-#: ``code``: a record's op in its low ``CODE_BITS`` bits, its message id above them (ids
-#: below 2^28, :data:`CODE_MSG_MAX`). One stream a rank walks where the op and the id were
-#: two: with 16-1024 ranks interleaved, each rank's place in each array was a line of its
-#: own to miss (incast16: ~0.28 D1 misses per record on the op, ~0.36 on the id)
-CODE_BITS = 4
-CODE_OP = (1 << CODE_BITS) - 1
-CODE_MSG_MAX = (1 << (32 - CODE_BITS)) - 1
-
-
-def encode_program(op, rec_msg, out=None):
-    """The Program's ``code`` of op codes ``op`` (int8) and message ids ``rec_msg``
-    (int32, -1 where a record has no message: then only the op is kept), into ``out`` if
-    given (a ``code`` made before: no second array), refusing ids past
-    :data:`CODE_MSG_MAX` (one line: stream the trace)."""
-    if rec_msg.size and int(rec_msg.max()) > CODE_MSG_MAX:
-        from ccmod.errors import TraceTooLargeError
-        raise TraceTooLargeError(f"message id {int(rec_msg.max())} past {CODE_MSG_MAX}: "
-                                 f"too many messages for one whole-program run")
-    code = np.maximum(rec_msg, 0, out=None if out is None else out.view(np.int32))
-    code = code.view(np.uint32)
-    code <<= CODE_BITS
-    code |= op.view(np.uint8)
-    return code
+#: copy of them per run), message ids of the records int32 (8 + 4 bytes per record less)
+PROGRAM_DTYPES = {"op": np.int8, "dur": np.float64, "rec_msg": np.int32}
 
 
 @overload(program_view)
@@ -337,7 +319,7 @@ def _program_view(P):
         return Program(P.nranks, _addr(P.rank_ptr), _addr(P.op), _addr(P.dur),
                        _addr(P.rec_msg), _addr(P.wait_msg), _addr(P.wait_side),
                        _addr(P.wa_ptr), _addr(P.wa_msg), _addr(P.wa_side), _addr(P.rank_end),
-                       _addr(P.more), _addr(P.code))
+                       _addr(P.more))
     return impl
 
 

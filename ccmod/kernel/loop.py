@@ -39,7 +39,7 @@ arguments are dropped and functions called once inlined.
 """
 from __future__ import annotations
 
-from ccmod.kernel.compiled import (CODE_BITS, CODE_OP, at_f, at_i, at_u32, bg_steps, leaf,
+from ccmod.kernel.compiled import (at_f, at_i, at_i8, at_i32, bg_steps, leaf,
                                    msg_in, msg_st, per_msg, program_view, rank_st, scalars,
                                    timers)
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
@@ -131,8 +131,7 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
             break
         if pc >= end:
             break
-        c = at_u32(P.code, pc)          # the op and the message id: one stream per rank
-        o = c & CODE_OP
+        o = at_i8(P.op, pc)
         if o == OP_COMPUTE:
             d = at_f(P.dur, pc)
             pc += 1
@@ -140,7 +139,7 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
                 _busy_for(I, F, r, t, d, STATE_COMPUTE)
                 break
         elif o == OP_SEND or o == OP_ISEND:
-            m = c >> CODE_BITS
+            m = at_i32(P.rec_msg, pc)
             o_send = F[M.o_send + per_msg(M, FC_O_SEND, m)]
             if o_send > 0.0 and I[ri + RI_PAID_PC] != pc:
                 I[ri + RI_PAID_PC] = pc           # the CPU overhead comes before the post
@@ -160,7 +159,7 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
                 _block(C, L, I, F, r, STATE_SEND, t)
                 break
         elif o == OP_RECV or o == OP_IRECV:
-            m = c >> CODE_BITS
+            m = at_i32(P.rec_msg, pc)
             F[G.t_post_recv + m * MF] = t
             if (not as_i32(I)[M.eager + per_msg(M, FC_EAGER, m)]
                     and F[G.t_post_send + m * MF] < INF):
@@ -193,7 +192,7 @@ def _advance(C, P, L, I, F, r, t, M, R, G, K):
                 _block(C, L, I, F, r, STATE_WAIT, t)
                 break
         elif o == OP_AMREQUEST:
-            m = c >> CODE_BITS
+            m = at_i32(P.rec_msg, pc)
             pc += 1
             F[G.t_post_send + m * MF] = t
             F[G.t_post_recv + m * MF] = t
@@ -313,7 +312,8 @@ def _loop(C, P, L, I, F):
                         # rarely in cache any more (one line per rank, reused once a
                         # round), fetch it while these run
                         pc2 = I[R.ri + I[R.ready + ((h + 2) & mask)] * RI + RI_PC]
-                        prefetch(P.code, pc2 >> 1)          # in 8-byte words: uint32 codes
+                        prefetch(P.op, pc2 >> 3)            # in 8-byte words: int8 codes
+                        prefetch(P.rec_msg, pc2 >> 1)
                     if not _unblock(C, L, I, F, r, t):
                         continue
                     adv = r
@@ -363,8 +363,7 @@ def _loop(C, P, L, I, F):
                 I[xi + RI_BLOCK] = RS_RUNNABLE
                 pc = I[xi + RI_PC]
                 if (F[xf + RF_HFREE] <= t and F[xf + RF_OVH_DUE] <= 0.0
-                        and pc < at_i(P.rank_end, x)
-                        and (at_u32(P.code, pc) & CODE_OP) == OP_COMPUTE
+                        and pc < at_i(P.rank_end, x) and at_i8(P.op, pc) == OP_COMPUTE
                         and at_f(P.dur, pc) > 0.0):
                     # compute after compute, as _advance would do it, without the call
                     I[xi + RI_PC] = pc + 1

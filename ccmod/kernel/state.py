@@ -13,8 +13,7 @@ ranks' program counters start in ``I``, so rank r's is ``I[R.pc + r]``.
             input, not copied). Rank r runs ``[pc, rank_end[r])``; ``more[r]`` != 0 says
             its trace goes on beyond ``rank_end[r]`` (a window, see :mod:`ccmod.kernel.window`):
             the loop then pauses there instead of finishing the rank. A whole program has
-            ``rank_end = rank_ptr[1:]`` and ``more`` all 0 (:func:`whole_program`). The
-            interpreter reads a record's op and message from ``code`` (one uint32 word).
+            ``rank_end = rank_ptr[1:]`` and ``more`` all 0 (:func:`whole_program`).
 ``MsgIn``   per-message inputs (compile time) and per-node NIC gap (an input the
             same for every message held once: ``fconst``, :data:`CONST_INPUTS`). A message's index
             ``m`` is its *slot*: the message id in a whole-program run; under streaming
@@ -60,7 +59,7 @@ def config(sharing, *flags):
     """The :class:`Config` of rule ``sharing`` (0 ccmod, 1 maxmin) and the flags after it."""
     return (MmConfig if sharing == 1 else CcConfig)(sharing, *flags)
 Program = namedtuple("Program", "nranks rank_ptr op dur rec_msg wait_msg wait_side wa_ptr "
-                                "wa_msg wa_side rank_end more code")
+                                "wa_msg wa_side rank_end more")
 MsgIn = namedtuple("MsgIn", "nmsg src dst nbytes quiet latency o_send o_recv unshared kind "
                             "handler_s flow_cap eager route_ptr route_res node_of_rank gap_s "
                             "route_end okey fconst")
@@ -338,10 +337,10 @@ _madvise = None
 def check_ids(entries, messages, resources):
     """Refuse a state whose ids do not fit the kernel's int32 fields: route entries
     (``route_ptr``, the rules' entry links), messages (``bott``, ``g_next``, the slots'
-    links; ids below 2^28, as the Program's ``code`` word holds them) and resources, with
-    one line saying to stream the trace (a streamed run holds ids only for what is in flight)."""
+    links; one value fewer, kept from when ``g_pos`` was int32) and resources, with one line
+    saying to stream the trace (a streamed run holds ids only for what is in flight)."""
     for n, top, what in ((entries, _I32_MAX, "route entries"),
-                         (messages, _MSG_MAX, "messages"),
+                         (messages, _I32_MAX - 1, "messages"),
                          (resources, _I32_MAX, "resources")):
         if n > top:
             from ccmod.errors import TraceTooLargeError
@@ -349,7 +348,6 @@ def check_ids(entries, messages, resources):
 
 
 _I32_MAX = 2**31 - 1
-_MSG_MAX = 2**28          # ids below 2^28: compiled.CODE_MSG_MAX
 
 
 def _check_i32(init):
@@ -572,21 +570,11 @@ def whole_program(nranks, rank_ptr, op, dur, rec_msg, wait_msg, wait_side, wa_pt
                   wa_side):
     """The :class:`Program` of a whole trace (every rank's records at once). ``op`` and
     ``rec_msg`` are read as int8 and int32 (:data:`ccmod.kernel.compiled.PROGRAM_DTYPES`):
-    converted here if given wider (a copy), after checking that every value fits; the
-    interpreter reads both from ``code`` (:func:`ccmod.kernel.compiled.encode_program`:
-    made again if ``rec_msg`` is renumbered)."""
-    from ccmod.kernel.compiled import encode_program
+    converted here if given wider (a copy), after checking that every value fits."""
     rank_ptr = np.asarray(rank_ptr, np.int64)
     op, rec_msg = _narrow(op, np.int8, "op code"), _narrow(rec_msg, np.int32, "message id")
     return Program(nranks, rank_ptr, op, dur, rec_msg, wait_msg, wait_side, wa_ptr, wa_msg,
-                   wa_side, rank_ptr[1:], np.zeros(max(nranks, 1), np.int64),
-                   encode_program(op, rec_msg))
-
-
-def whole_program_code(P):
-    """``P`` with its ``code`` made again, in place, from ``P.rec_msg`` renumbered."""
-    from ccmod.kernel.compiled import encode_program
-    return P._replace(code=encode_program(P.op, P.rec_msg, out=P.code))
+                   wa_side, rank_ptr[1:], np.zeros(max(nranks, 1), np.int64))
 
 
 def _narrow(a, dtype, what):

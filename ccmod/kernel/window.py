@@ -42,7 +42,6 @@ from numba import njit
 
 import ccmod.kernel.compiled  # noqa: F401  (numba's BLAS check without scipy.linalg)
 from ccmod.codes import OP_IRECV, OP_ISEND, OP_WAIT, OP_WAITALL
-from ccmod.kernel.compiled import CODE_BITS
 from ccmod.kernel.requests import Outstanding, post, req_key, take, take_all
 
 #: records of first windows read ahead at start, a group of ranks at a time (their
@@ -51,7 +50,7 @@ START_RECORDS = 1 << 20
 
 
 @njit(cache=True, _nrt=False)
-def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, code, wait_msg,
+def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, wait_msg,
           wait_side, wa_ptr, wa_msg, wa_side, k, r, n, hkey, hval, ent, rk, st):
     """Copy records ``[g0, g1)`` of rank r (of n) to window positions from ``pc0``,
     resolving waits with the ranks' outstanding requests (``hkey`` ... ``st``, the
@@ -68,8 +67,6 @@ def _fill(src_op, src_dur, src_req, ids, g0, g1, pc0, op, dur, rec_msg, code, wa
         op[pc] = o
         dur[pc] = src_dur[g]
         rec_msg[pc] = ids[i]
-        # the op and the slot in one word (kernel/compiled.encode_program)
-        code[pc] = (max(ids[i], 0) << CODE_BITS) | o
         wait_msg[pc] = -1
         wait_side[pc] = 0
         wa_ptr[pc] = k
@@ -164,11 +161,10 @@ class WindowFeed:
         size = max(n, 1) * self.stride
         self.rank_ptr = np.arange(n + 1, dtype=np.int64) * self.stride
         # the kernel's Program dtypes (kernel/compiled.PROGRAM_DTYPES): op codes and
-        # message slots fit (slots are the messages in flight, below 2^28: state.check_ids)
+        # message slots fit (slots are the messages in flight, far below 2^31)
         self.op = np.zeros(size, np.int8)
         self.dur = np.zeros(size)
         self.msg = np.full(size, -1, np.int32)
-        self.code = np.zeros(size, np.uint32)
         self.wait_msg = np.full(size, -1, np.int64)
         self.wait_side = np.zeros(size, np.int64)
         self.wa_ptr = np.zeros(size + 1, np.int64)
@@ -215,7 +211,7 @@ class WindowFeed:
         from ccmod.kernel.state import Program
         return Program(self.n, self.rank_ptr, self.op, self.dur, self.msg,
                        self.wait_msg, self.wait_side, self.wa_ptr, self.wa_msg, self.wa_side,
-                       self.rank_end, self.more, self.code)
+                       self.rank_end, self.more)
 
     def _grow_pool(self, need: int) -> None:
         """Give every rank at least ``need`` wait-list entries (entries keep their place
@@ -272,8 +268,8 @@ class WindowFeed:
         if self.assign is not None:
             ids = self.assign(r, g0, g1, ids, cols)
         k = _fill(op, np.asarray(cols["duration_s"], np.float64), req, ids, 0, g1 - g0, pc0,
-                  self.op, self.dur, self.msg, self.code, self.wait_msg, self.wait_side,
-                  self.wa_ptr, self.wa_msg, self.wa_side, r * self.wa_cap, r, self.out.n,
+                  self.op, self.dur, self.msg, self.wait_msg, self.wait_side, self.wa_ptr,
+                  self.wa_msg, self.wa_side, r * self.wa_cap, r, self.out.n,
                   *self.out.tables())
         if k < 0:
             bad = g0 + (-k - 1)
