@@ -188,7 +188,7 @@ def _timer_down(I, F, item, pos, tt, ts, i_dn):
     I[pos + x_dn] = i_dn
 
 
-@njit(cache=True, inline="always")
+@leaf
 def _timer_up(I, F, item, pos, tt, i_up, x_up, t_up):
     """Place slot ``x_up`` (time ``t_up``, the newest sequence number) at place ``i_up``
     or above it: it climbs past strictly later timers only (place 0's sentinel, at -inf,
@@ -237,19 +237,9 @@ def timer_set(I, F, item, pos, tt, ts, lens, x, t, seq):
         # the +inf sentinel (past the last timer until now) to the new last's children
         I[item + 2 * n + 2] = I[item + n + 1]
         I[item + 2 * n + 3] = I[item + n + 1]
-        n += 1
-        # (_timer_up written out: inlined here, itself inlined into arm_timer, numba's
-        # inlining stored the sentinel for the climbing slot, even with distinct names)
-        while True:
-            p = n >> 1
-            y = I[item + p]
-            if not t < F[tt + y]:
-                break
-            I[item + n] = y
-            I[pos + y] = n
-            n = p
-        I[item + n] = x
-        I[pos + x] = n
+        # (a leaf, not numba's inlining: inlined here, itself inlined into arm_timer, the
+        # climb stored the sentinel for the climbing slot, even with distinct names)
+        _timer_up(I, F, item, pos, tt, n + 1, x, t)
     else:
         timer_rearm(I, F, item, pos, tt, ts, x, i)
 
