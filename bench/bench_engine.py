@@ -13,7 +13,11 @@ random64   64 ranks on a star, random pairs per round (blocking send/recv, rende
            (bench/simgrid_replay.cpp: one actor per rank, blocking mailbox put/get,
            network/model:CM02, network/crosstraffic:0, split-duplex star links)
 incastK    2K ranks: K senders on their own nodes, K receivers all on one node (K messages
-           share that node's downlink), K = 1 ... 1024: cost per record vs sharers
+           share that node's downlink), K = 1 ... 1024: cost per record vs sharers (and ranks)
+sharersK   incast1024's trace (2048 ranks, 1024 senders on their own nodes, a 2048-node star)
+           with the receivers K to a node: only the sharers per downlink vary with K;
+           ``sharersKrR`` the same with R ranks (incast{R/2}'s trace, an R-node star), e.g.
+           sharers1r32 is incast16 with each receiver on its own node (bench/flat_engine.py)
 light16    the article's myrinet16, random pairs with exponential compute between messages
 nojit      random64 at 2k records with NUMBA_DISABLE_JIT=1 (the same code, interpreted)
 
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -89,17 +94,30 @@ def incast(K, nrec):
     return b.build()
 
 
-def write_case(workdir, name, w, node_of_rank):
+def sharers_mapping(K: int, R: int) -> list[int]:
+    """Node of each rank of incast(R // 2)'s trace for ``sharersKrR``: sender ``i`` on node
+    ``i``, its receiver (rank ``R // 2 + i``) on node ``R // 2 + i // K``, so each receiving
+    node's downlink carries K of every round's messages."""
+    S = R // 2
+    if R < 2 or R % 2 or K < 1 or S % K:
+        raise SystemExit(f"sharers{K}r{R}: R must be even and K divide R / 2 = {S}")
+    return list(range(S)) + [S + j // K for j in range(S)]
+
+
+def write_case(workdir, name, w, node_of_rank, trace_name=None, nodes=None):
+    """Write ``w`` as ``trace_name``'s TI file (``name``'s by default; kept when it exists,
+    so cases that differ only in their mapping share one trace), ``name``'s mapping, hosts
+    and SimGrid platform (``nodes`` hosts, default the mapping's)."""
     from ccmod.workloads.ti_write import write_ti
     d = Path(workdir)
-    trace = d / f"{name}.ti"
+    trace = d / f"{trace_name or name}.ti"
     if not trace.exists():
         write_ti(w, trace)
     mp = d / f"{name}.map"
     mp.write_text("".join(f"{r} {n}\n" for r, n in enumerate(node_of_rank)))
     hosts = d / f"{name}.hosts"
     hosts.write_text("".join(f"h{n}\n" for n in node_of_rank))
-    nn = max(node_of_rank) + 1
+    nn = nodes or max(node_of_rank) + 1
     plat = d / f"{name}.xml"
     plat.write_text(
         "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
@@ -209,11 +227,19 @@ def make_case(name: str, workdir, n: int):
     if name.startswith("incast") and name[len("incast"):].isdigit():
         k = int(name[len("incast"):])
         return write_case(workdir, f"{name}_{n}", incast(k, n), list(range(k)) + [k] * k), STAR
+    m = re.fullmatch(r"sharers(\d+)(?:r(\d+))?", name)
+    if m:
+        k, ranks = int(m[1]), int(m[2] or 2048)
+        place = sharers_mapping(k, ranks)
+        s = ranks // 2
+        return (write_case(workdir, f"{name}_{n}", incast(s, n), place,
+                           trace_name=f"incast{s}_{n}", nodes=ranks),
+                f"{STAR},nodes={ranks}")
     if name == "light16":
         return write_case(workdir, f"light16_{n}", random_pairs(16, n, 2, compute_mean_s=1e-4),
                           list(range(16))), "myrinet16"
     raise SystemExit(f"unknown case {name!r}: random64, incastK (K = 1, 16, 128, 512, "
-                     f"1024, ...), light16")
+                     f"1024, ...), sharersK or sharersKrR (K divides R / 2), light16")
 
 
 def build_simgrid(workdir):
