@@ -3,6 +3,7 @@ path, --version, help text without type noise. In-process (typer), on real runs.
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -22,6 +23,10 @@ def _cli(args, capsys) -> tuple[int, str, str]:
 
 
 def test_out_and_report_together_write_both(tmp_path, capsys):
+    """``run --out --report`` writes both; ``ccmod report DIR`` on the tables then loads the
+    RunResult the run reported from memory: the two builds give the same file but for the
+    engine's wall time, so the same inputs give the same report (nothing random or
+    time-dependent in the HTML). Two Bokeh builds (~1 s each) prove both."""
     out, rep = tmp_path / "tables", tmp_path / "rep"
     code, stdout, _ = _cli(["run", TINY, "-n", TINY_NET, "--out", out, "--report", rep],
                            capsys)
@@ -33,6 +38,13 @@ def test_out_and_report_together_write_both(tmp_path, capsys):
     assert f"tables written to {out}/" in stdout
     # run.json names the trace the run read (not "<workload>")
     assert json.loads((out / "run.json").read_text())["options"]["trace"] == str(TINY)
+    code, stdout, _ = _cli(["report", out, "-o", tmp_path / "cli.html", "--json"], capsys)
+    assert code == 0
+    assert json.loads(stdout)["report"].endswith("cli.html")
+    strip = lambda h: re.sub(r"Engine wall time</td><td>[^<]*", "", h)  # noqa: E731
+    a = (rep / "report.html").read_text()
+    assert "Engine wall time</td><td>" in a
+    assert strip(a) == strip((tmp_path / "cli.html").read_text())
 
 
 def test_report_path_in_json(tmp_path, capsys, monkeypatch):

@@ -56,13 +56,15 @@ def mixed(nranks=8, iterations=8, seed=1):
 
 
 def _workloads():
-    # the default run's time budget: two workloads (a real trace, and one with intra-node,
-    # eager and active messages), the others with the slow tests
+    # the default run's time budget: one workload with intra-node, eager and active
+    # messages (every ratio path: both rules, both networks, windows of 1 and 3), the real
+    # traces with the slow tests (a real trace's collectives stream in the default run in
+    # test_stream_io's FT.S.4 case)
     slow = pytest.mark.slow
     for p, marks in ((ROOT / "traces" / "stencil16.ti", slow),
                      (ROOT / "traces" / "alltoall8.ti", slow),
                      (ROOT / "tests" / "data" / "goal" / "binary_tree_32.goal", slow),
-                     (ROOT / "tests" / "data" / "smpi-npb" / "FT.S.4", ())):
+                     (ROOT / "tests" / "data" / "smpi-npb" / "FT.S.4", slow)):
         yield pytest.param(p.name, p, marks=marks, id=p.name)
     yield pytest.param("mixed", mixed, id="mixed")
     yield pytest.param("reqreply", "reqreply:nranks=6,requests=5", id="reqreply", marks=slow)
@@ -138,8 +140,9 @@ def test_streamed_capacity_ratio_equals_in_memory(tmp_path, monkeypatch, name, w
 
 def test_ratio_pass_reads_the_trace_once_per_run(tmp_path, monkeypatch):
     """The ratio's pass reads op, peer and nbytes batch by batch, once per run, not per
-    window refill nor per bound; its batches hold at most one full group's rows."""
-    w = mixed(iterations=16)
+    window refill nor per bound; its batches hold at most one full group's rows (8
+    iterations: ~4 groups per rank, ~15 refills of 2 records each)."""
+    w = mixed(iterations=8)
     p = write_parquet(w, tmp_path / "m.parquet", row_group_size=8)
     passes = []
     real = ParquetRecordSource._group
