@@ -19,6 +19,11 @@ import numpy as np
 from ccmod.codes import OP_IRECV, OP_RECV
 from ccmod.errors import CcmodInputError
 
+#: new messages in a batch up to which their costs are looked up by (src, dst, bytes)
+SMALL_BATCH = 16
+#: messages the small batches' memo holds at most
+SMALL_MEMO = 1 << 14
+
 
 class RouteCache:
     """Route table rows of (src node, dst node) pairs, compiled once per pair.
@@ -117,6 +122,8 @@ class BatchInputs:
         self.H = max(int(self.routes.hops.max()) if len(self.routes.hops) else 0, 1) + extra
         self.notes = CostNotes(sharing, self.net.cost)
         self.messages = 0
+        # small batches' costs by (src rank, dst rank, bytes): see _small
+        self.memo: dict = {}
 
     def inputs(self, ids, rec, kind, cols, r):
         """``(fields, tag, hops, starts, res)`` of new messages ``ids`` made by records
@@ -130,15 +137,20 @@ class BatchInputs:
         src = np.where(back, peer, r).astype(np.int32)
         dst = np.where(back, r, peer).astype(np.int32)
         nbytes = np.asarray(cols["msg_nbytes"], np.int64)[rec]
-        c = message_costs(self.net, self.node_of_rank, src, dst, nbytes, self.sharing,
-                          self.intra[0], self.intra[1], charge_overheads=True,
-                          compile_routes=self.routes.table)
-        if c["bad"] >= 0:
-            k = c["bad"]
-            raise CcmodInputError(f"the cost model gives no finite time for a message of "
-                                  f"{int(nbytes[k])} bytes from rank {int(src[k])} to rank "
-                                  f"{int(dst[k])}", source="--cost")
-        self.notes.add(c)
+        small = len(ids) <= SMALL_BATCH
+        c = self._small(src, dst, nbytes) if small else None
+        if c is None:
+            c = message_costs(self.net, self.node_of_rank, src, dst, nbytes, self.sharing,
+                              self.intra[0], self.intra[1], charge_overheads=True,
+                              compile_routes=self.routes.table)
+            if c["bad"] >= 0:
+                k = c["bad"]
+                raise CcmodInputError(f"the cost model gives no finite time for a message of "
+                                      f"{int(nbytes[k])} bytes from rank {int(src[k])} to "
+                                      f"rank {int(dst[k])}", source="--cost")
+            self.notes.add(c)
+            if small:
+                self._keep(src, dst, nbytes, c)
         self.messages += len(ids)
         if self.send_mode == "rendezvous":
             eager = (nbytes <= self.eager_limit) & (self.eager_limit > 0)
@@ -156,6 +168,50 @@ class BatchInputs:
             raise AssertionError("a route longer than the slots' stride")
         return fields, tag, hops, c["route_ptr"][:-1], c["route_res"]
 
+    def _small(self, src, dst, nbytes):
+        """:func:`ccmod.compile.message_costs`'s arrays for a small batch whose every
+        message is in the memo (else None).
+
+        A window of a few records (``--window 1``, a rank's last records) brings one to a
+        few new messages at a time, and message_costs' ~50 array passes cost ~0.5 ms a
+        batch whatever its size: most of a small window's refill. Its values are per
+        message (each message on its own), so a message of the same ranks and size has
+        the same costs and route, bit for bit; only messages that add nothing to the
+        notes are kept (:meth:`_keep`), so a batch from the memo adds nothing either."""
+        memo = self.memo
+        rows = []
+        if not len(src):
+            return None
+        for key in zip(src.tolist(), dst.tolist(), nbytes.tolist()):
+            row = memo.get(key)
+            if row is None:
+                return None
+            rows.append(row)
+        quiet, latency, o_send, o_recv, cap, intra, route = zip(*rows)
+        hops = np.array([len(x) for x in route], np.int32)
+        route_ptr = np.zeros(len(rows) + 1, np.int32)
+        np.cumsum(hops, out=route_ptr[1:])
+        return dict(quiet=np.array(quiet, np.float64), latency=np.array(latency, np.float64),
+                    o_send=np.array(o_send, np.float64), o_recv=np.array(o_recv, np.float64),
+                    cap=np.array(cap, np.float64), intra=np.array(intra, np.bool_),
+                    hops=hops, route_ptr=route_ptr,
+                    route_res=np.array([h for x in route for h in x], np.int32))
+
+    def _keep(self, src, dst, nbytes, c) -> None:
+        """Keep a small batch's messages in the memo when they add nothing to the notes
+        (none faster than its route, none beyond a fitted model's range); the memo holds
+        at most :data:`SMALL_MEMO` messages (started again when full)."""
+        if c["fast"][0] or c["over"][0]:
+            return
+        if len(self.memo) > SMALL_MEMO:
+            self.memo = {}
+        rp = np.asarray(c["route_ptr"]).tolist()
+        res = np.asarray(c["route_res"]).tolist()
+        cols = (np.asarray(c[k]).tolist() for k in ("quiet", "latency", "o_send", "o_recv",
+                                                    "cap", "intra"))
+        for j, (key, *v) in enumerate(zip(zip(src.tolist(), dst.tolist(), nbytes.tolist()),
+                                          *cols)):
+            self.memo[key] = (*v, tuple(res[rp[j]:rp[j + 1]]))
 
     def ratio_routes(self, capacity_Bps, nresources: int):
         """What ``ccmod:capacity=ratio`` needs of every message before the run, from one

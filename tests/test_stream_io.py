@@ -246,10 +246,16 @@ NEW_PATHS = [("FT.S.4 (collectives)", ROOT / "tests" / "data" / "smpi-npb" / "FT
 # the other tests of this file stream under both rules.
 @pytest.mark.parametrize("sharing", ["ccmod", pytest.param("maxmin", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name,trace", NEW_PATHS, ids=[n for n, _ in NEW_PATHS])
-def test_streamed_source_paths_equal_in_memory(tmp_path, name, trace, sharing):
+def test_streamed_source_paths_equal_in_memory(tmp_path, name, trace, sharing, monkeypatch):
     """Read from Parquet rank by rank, matched and costed per batch, rows streamed: the
     same tables as the in-memory run for window sizes from 1 record to more than a rank
-    holds, under each sharing rule; with and without --out."""
+    holds, under each sharing rule; with and without --out. Small windows' batches take
+    their costs from the memo of earlier batches' (stream_inputs.BatchInputs._small)."""
+    from ccmod.stream_inputs import BatchInputs
+    memo_hits = []
+    real_small = BatchInputs._small
+    monkeypatch.setattr(BatchInputs, "_small", lambda self, *a: memo_hits.append(
+        real_small(self, *a)) or memo_hits[-1])
     # 12 rounds (78 records per rank) outgrow every window but the last, as 30 did
     w = _exchange_with_waits(12) if trace is None else load_workload(trace)
     p = write_parquet(w, tmp_path / "w.parquet", row_group_size=5)
@@ -279,6 +285,7 @@ def test_streamed_source_paths_equal_in_memory(tmp_path, name, trace, sharing):
             for k in ("wall_s", "records_per_s"):
                 jb.pop(k)
             assert jb == ja, (name, sharing, window)
+    assert any(h is not None for h in memo_hits)
 
 
 def test_stream_keeps_no_per_record_or_per_message_arrays(tmp_path):
