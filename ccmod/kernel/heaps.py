@@ -254,16 +254,41 @@ def timer_rearm(I, F, item, pos, tt, ts, x, i):
 
 @njit(cache=True, inline="always")
 def timer_pop(I, F, item, pos, tt, ts, lens):
-    """Remove and return the earliest slot (the caller checked the queue is not empty):
-    the last timer takes the root's place, a +inf sentinel the last's (the root is the
-    sentinel when the queue empties), and sifts down."""
+    """Remove and return the earliest slot (the caller checked the queue is not empty).
+
+    Floyd's bottom-up removal: the hole left at the root walks down along the earlier
+    child to the last level, without comparing with the timer that fills it, and the last
+    timer (usually among the latest) then climbs up from there, mostly not at all: one
+    comparison a level, not two, and none below a queue of two (where a plain sift down
+    ran a step to find it stays). The +inf sentinel takes the last's place first (the
+    root's, when the queue empties)."""
     x = I[item + 1]
     n = I[lens]
-    I[lens] = n - 1
+    n_left = n - 1
+    I[lens] = n_left
     I[pos + x] = -1
     I[item + 1] = I[item + n]
     I[item + n] = I[item + n + 1]
-    _timer_down(I, F, item, pos, tt, ts, 1)
+    x_last = I[item + 1]        # the old last, or the sentinel when x was the only timer
+    i_h = 1
+    c_h = 2
+    while c_h <= n_left:
+        c_h += _timer_lt(I, F, tt, ts, I[item + c_h + 1], I[item + c_h])
+        y_h = I[item + c_h]
+        I[item + i_h] = y_h
+        I[pos + y_h] = i_h
+        i_h = c_h
+        c_h = 2 * c_h
+    # the last timer climbs from the hole past later timers, by time and sequence (it is
+    # not the newest: _timer_up's order does not hold); place 0's -inf sentinel stops it
+    y_h = I[item + (i_h >> 1)]
+    while _lt(I, F, tt, ts, x_last, y_h):
+        I[item + i_h] = y_h
+        I[pos + y_h] = i_h
+        i_h >>= 1
+        y_h = I[item + (i_h >> 1)]
+    I[item + i_h] = x_last
+    I[pos + x_last] = i_h
     return x
 
 
