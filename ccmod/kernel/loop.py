@@ -288,22 +288,21 @@ def _loop(C, P, L, I, F):
         I[K.ks + K_STARTED] = 1
         timer_init(I, F, T.item, T.t, T.seq, 2 * n, 2 * n + 1)
         _sig(C, L, 0.0, SG_GO_INIT, n, M.nmsg, 0, 0, 0.0)
+        # every rank starts at 0, runnable, in rank order: on the ready ring first, so the
+        # loop's wake-ups have one source and no test for ranks not started yet (their
+        # release by the ring changes nothing: no handler time, no blocked interval)
+        for r in range(n):
+            make_ready(I, r)
     nbg = BG.n
     budget = C.max_events
     while True:
-        # the ranks that run at t: the one a timer released, the ranks not started yet
-        # (every rank starts at 0, resumable), then the ready ring. _advance has this one
-        # call site, so that it is inlined here (its offsets, the Program's fields and
-        # the flags are not passed and reloaded at every wake-up)
+        # the ranks that run at t: the one a timer released, then the ready ring (at the
+        # start, every rank in rank order). _advance has this one call site, so that it
+        # is inlined here (its offsets, the Program's fields and the flags are not passed
+        # and reloaded at every wake-up)
         while True:
-            ta = t
             if adv < 0:
-                if I[K.ks + K_INIT] < n:
-                    adv = I[K.ks + K_INIT]
-                    I[K.ks + K_INIT] = adv + 1
-                    ta = 0.0
-                    _sig(C, L, 0.0, SG_NEWPROC, adv, 0, 0, 0, 0.0)
-                elif I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
+                if I[K.ks + K_RHEAD] < I[K.ks + K_RTAIL]:
                     h = I[K.ks + K_RHEAD]
                     r = I[R.ready + (h & mask)]
                     I[K.ks + K_RHEAD] = h + 1
@@ -314,12 +313,16 @@ def _loop(C, P, L, I, F):
                         pc2 = I[R.ri + I[R.ready + ((h + 2) & mask)] * RI + RI_PC]
                         prefetch(P.op, pc2 >> 3)            # in 8-byte words: int8 codes
                         prefetch(P.rec_msg, pc2 >> 1)
+                    if C.signals and I[K.ks + K_INIT] < n:
+                        # the ring's first n ranks are the ranks starting, 0 to n - 1
+                        I[K.ks + K_INIT] += 1
+                        _sig(C, L, 0.0, SG_NEWPROC, r, 0, 0, 0, 0.0)
                     if not _unblock(C, L, I, F, r, t):
                         continue
                     adv = r
                 else:
                     break
-            _advance(C, P, L, I, F, adv, ta, M, R, G, K)
+            _advance(C, P, L, I, F, adv, t, M, R, G, K)
             adv = -1
             if I[K.ks + K_STARVED] != 0:
                 F[K.kf] = t
