@@ -66,7 +66,9 @@ def _join_alone(I, F, m, r, t, remaining):
     nor a check: group r is empty (its only message is m), m is noted on its resources
     (``lone``, by :func:`_best`'s walk) and the group re-scheduled at once with m as its
     first member, as :func:`_touch` would (nothing else can join that group at this
-    instant: no other message crosses it, and the moves came first)."""
+    instant: no other message crosses it, and the moves came first). Called at the
+    flush, or at the start itself when every hop was idle
+    (:func:`ccmod.kernel.ccmod_rule.cc_start`)."""
     J = as_i32(I)
     S = cc_state(I)
     J[S.bott + m] = r

@@ -46,9 +46,10 @@ from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import (CC_RES_F, CC_RES_I, CF_AREA, CF_BUSY, CF_DMIN, CF_FREE,
                                 CF_SHARE, CF_T_AT, CF_T_CHG, CF_V_AT, CI_COUNT, CI_DEC, CI_DFR,
-                                CI_INC, CI_LONE, CI_NDEF, CI_PEAK, CI_PH_LEN, CI_RP_HEAD, CI_TCH,
-                                CRF, CRI, CcRes, CcState, check_ids, records)
-from ccmod.kernel.cc_flush import cc_flush, cc_pending
+                                CI_G_LEN, CI_INC, CI_L_HEAD, CI_L_TAIL, CI_LONE, CI_NDEF,
+                                CI_PEAK, CI_PH_LEN, CI_RP_HEAD, CI_TCH, CRF, CRI, CcRes, CcState,
+                                check_ids, records)
+from ccmod.kernel.cc_flush import _best, _join_alone, cc_flush, cc_pending
 from ccmod.kernel.cc_groups import _vclock, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CAND, N_DEC, N_DONE, N_ETOP, N_FRESH, N_INC,
                                    N_NEW, N_PF, N_SI, N_TCH, _mark, _others_del, entries_give,
@@ -261,11 +262,20 @@ def cc_at(I, F, t):
 
 @leaf
 def cc_start(I, F, m, t, work):
-    """Message m begins with ``work`` quiet-seconds on its route at time t."""
+    """Message m begins with ``work`` quiet-seconds on its route at time t. A message
+    whose every hop was idle (most of light traffic) joins its group here
+    (:func:`ccmod.kernel.cc_flush._join_alone`), not at the flush: nothing is left
+    pending, and the flush, most instants' only one, is not called. Whatever changes one
+    of its resources at this instant after it (another start there, a background step)
+    finds it ``lone`` and makes it a pending candidate (:func:`_pairs_of_lone`), and the
+    flush moves it or pairs its entries as it would have joined it (its group's clock has
+    not moved since t, so its remaining work is exactly ``work``; ``work > 0``: the
+    move's clamp at 0 changes nothing)."""
     S = cc_state(I)
     if t != F[S.sf]:
         cc_at(I, F, t)
     as_i32(I)[S.e_base + m] = -1          # no entry slots yet (cc_pairs)
+    idle = True
     for e in range(as_i32(I)[S.route_ptr + m], as_i32(I)[S.route_end + m]):
         r = as_i32(I)[S.route_res + e]
         q = S.ri + r * CRI
@@ -282,14 +292,22 @@ def cc_start(I, F, m, t, work):
             if I[q + CI_PEAK] < 1:
                 I[q + CI_PEAK] = 1
         else:
+            idle = False
             if I[q + CI_LONE] >= 0 or I[q + CI_DFR] >= 0:
                 _pair_before_change(I, F, r)
             _join_busy(I, F, r, t)
+    I[S.si + N_ACTIVE] += 1
+    if idle and work > 0.0:
+        # (a second walk, the flush's: the best hop found in the walk above kept two
+        # more values live across its calls, and a busy start, an incast's every one,
+        # paid ~50 instructions more for them)
+        b, _ = _best(S, I, F, m, True)
+        _join_alone(I, F, m, b, t, work)
+        return
     k = I[S.si + N_NEW]
     I[S.new_m + k] = m
     F[S.new_w + k] = work
     I[S.si + N_NEW] = k + 1
-    I[S.si + N_ACTIVE] += 1
 
 
 @leaf
@@ -347,6 +365,18 @@ def cc_pop_due_s(S, I, F, t, bott_out):
     nd = 0
     while I[S.ev_len] > 0 and F[S.ev_t + I[S.ev_item]] <= t:
         r = heap_pop(I, F, S.ev_item, S.ev_pos, S.ev_t, -1, 0, S.ev_len, 0)
+        q = S.ri + r * CRI
+        h = I[q + CI_L_HEAD]
+        if I[q + CI_G_LEN] == 0 and h >= 0 and J[S.g_next + h] < 0:
+            # one member (a message alone on its route, most ends of light traffic): it
+            # is the one due, taken as g_first and g_del below would, and the group is
+            # empty (no clock to read, no re-schedule)
+            I[S.g_pos + h] = -1
+            I[q + CI_L_HEAD] = -1
+            I[q + CI_L_TAIL] = -1
+            I[S.done + nd] = h
+            nd += 1
+            continue
         vt = _vclock(F, S.rf + r * CRF, t)
         # rounding of the virtual clock only: relative to its magnitude, so a long busy
         # period does not merge completions that are really apart
