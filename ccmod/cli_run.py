@@ -196,6 +196,8 @@ def register(app: typer.Typer) -> None:
         from ccmod.kernel import cache_is_cold
         # the first run after an install compiles the kernels inside the engine's time
         cold = cache_is_cold(sharing=opts.sharing)
+        from ccmod.cli import end_of_startup
+        end_of_startup()              # the imports are done (numba's too): the run collects
         try:
             result = run_(w, network, opts, sinks=sinks, out_dir=out_dir, progress=cb,
                           bounds=bounds)

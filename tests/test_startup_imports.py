@@ -32,6 +32,7 @@ def report():
     from numba.core.registry import cpu_target
     print(json.dumps({"heavy": [m for m in %r if m in sys.modules],
                       "frozen": gc.get_freeze_count() > 0, "compiled": len(compiled),
+                      "collecting": gc.isenabled(),
                       "refreshed": builtin_registry in cpu_target.target_context._registries,
                       "arraymath": "numba.np.arraymath" in sys.modules}), file=sys.stderr)
 
@@ -60,7 +61,8 @@ def _probe(*argv, as_command=False, numba_state=None):
                        timeout=600)
     got = json.loads(p.stderr.strip().splitlines()[-1])
     if numba_state is not None:
-        numba_state.update((k, got[k]) for k in ("compiled", "refreshed", "arraymath"))
+        numba_state.update((k, got[k]) for k in ("compiled", "refreshed", "arraymath",
+                                                 "collecting"))
     return p.returncode, got["heavy"], got["frozen"], p.stdout
 
 
@@ -83,6 +85,25 @@ def test_run_imports_no_table_or_plot_library(as_command, extra):
     # the `ccmod` command ends its process: it freezes the heap at exit instead of letting
     # the interpreter walk it; main(argv) called from Python (tests, notebooks) does not
     assert frozen is as_command
+    # the command's start-up pauses the collector and its run resumes it
+    assert nb["collecting"], nb
+
+
+@pytest.mark.parametrize("args,env,want", [
+    (["run"], {}, "1"), (["report"], {}, "1"), (["fit"], {}, None),
+    (["run"], {"OPENBLAS_NUM_THREADS": "2"}, "2"), (["run"], {"OMP_NUM_THREADS": "2"}, None)])
+def test_command_without_blas_starts_one_blas_thread(args, env, want):
+    # a command that makes no BLAS call starts OpenBLAS with one thread (its pool's start
+    # is CPU in every process) unless the user chose; numpy is not imported yet there
+    code = ("import os, sys; from ccmod.cli import _one_blas_thread; assert 'numpy' not in "
+            "sys.modules; _one_blas_thread(%r); print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+            % (args,))
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env=dict(base, PYTHONPATH=str(ROOT), **env), timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str(want)
 
 
 def test_tables_still_come_as_dataframes():
