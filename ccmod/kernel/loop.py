@@ -364,15 +364,7 @@ def _loop(C, P, L, I, F):
                 xi, xf = R.ri + x * RI, R.rf + x * RF
                 _interval(C, L, I, F, x, I[xi + RI_COMP_STATE], F[xf + RF_COMP_START], t)
                 I[xi + RI_BLOCK] = RS_RUNNABLE
-                pc = I[xi + RI_PC]
-                if (F[xf + RF_HFREE] <= t and F[xf + RF_OVH_DUE] <= 0.0
-                        and pc < at_i(P.rank_end, x) and at_i8(P.op, pc) == OP_COMPUTE
-                        and at_f(P.dur, pc) > 0.0):
-                    # compute after compute, as _advance would do it, without the call
-                    I[xi + RI_PC] = pc + 1
-                    I[K.ks + K_RECORDS] += 1
-                    _busy_for(I, F, x, t, at_f(P.dur, pc), STATE_COMPUTE)
-                elif F[xf + RF_HFREE] <= t or not _busy(I, F, x, t):
+                if F[xf + RF_HFREE] <= t or not _busy(I, F, x, t):
                     adv = x
             elif kind == EV_MSG_END:
                 message_done(C, L, I, F, m, t, M, R, G)
