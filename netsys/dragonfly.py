@@ -39,6 +39,7 @@ from ccmod.netsys.topologies import MAX_NODES, BuiltNetwork
 class Dragonfly(BuiltNetwork):
     """Dragonfly with minimal or Valiant routing (see the module docstring)."""
 
+    routes_from_values = True
     name = "dragonfly"
     description = "dragonfly: all-to-all groups, global links, minimal or Valiant routing"
     params = {

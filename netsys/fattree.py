@@ -47,6 +47,7 @@ def parse_list(text, kind=float, what="value") -> list:
 class FatTree(BuiltNetwork):
     """k-ary n-tree / XGFT fat tree, D-mod-K or S-mod-K static routing, per-level links."""
 
+    routes_from_values = True
     name = "fattree"
     description = "k-ary n-tree / XGFT fat tree, d-mod-k or s-mod-k routing, per-level taper"
     params = {

@@ -123,6 +123,7 @@ class _Grid(BuiltNetwork):
 class Mesh(_Grid):
     """1-D to 3-D mesh (no wrap-around), dimension-order routing."""
 
+    routes_from_values = True
     name = "mesh"
     description = "1-D to 3-D mesh, dimension-order routing, injection link per node"
     wrap = False
@@ -132,6 +133,7 @@ class Mesh(_Grid):
 class Torus(_Grid):
     """1-D to 3-D torus, dimension-order routing the shorter way round (+ on ties)."""
 
+    routes_from_values = True
     name = "torus"
     description = "1-D to 3-D torus, dimension-order shortest-way routing (+ on ties)"
     wrap = True

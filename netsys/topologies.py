@@ -28,6 +28,12 @@ MAX_NODES = 1 << 20
 #: integer parameters that count things and must be >= 1
 _COUNT_PARAMS = ("nodes", "leaves", "hosts_per_leaf", "spines")
 
+#: (class, parameter values) of the networks whose construction passed the route check in
+#: this process (see :meth:`BuiltNetwork.routes_key`); cleared when full
+_ROUTES_CHECKED: set = set()
+_ROUTES_CHECKED_MAX = 1024
+_PLAIN = (int, float, str, bool, type(None))
+
 
 class BuiltNetwork(Network):
     """A :class:`Network` whose arrays are built from declared parameters.
@@ -58,10 +64,37 @@ class BuiltNetwork(Network):
         self.build()
         self._check_arrays()
         # unreachable nodes, routes through missing links, bad capacities: fail now, in one line
-        from ccmod.netsys.validate import check_network
-        check_network(self)
+        key = self.routes_key()
+        if key is None or key not in _ROUTES_CHECKED:
+            from ccmod.netsys.validate import check_network
+            check_network(self)
+            if key is not None:
+                if len(_ROUTES_CHECKED) >= _ROUTES_CHECKED_MAX:
+                    _ROUTES_CHECKED.clear()
+                _ROUTES_CHECKED.add(key)
         # Network.__init__ calls default_cost(), which may depend on the built arrays
         super().__init__(**self.values)
+
+    #: set True on a class (not inherited) whose arrays and routes are a function of its
+    #: parameter values alone (no file read): the route check then runs once per process
+    #: for each set of values
+    routes_from_values = False
+
+    def routes_key(self):
+        """What decides this network's arrays and routes, when that is its class and
+        parameter values (``routes_from_values`` on the class itself, plain values): the
+        route check (:func:`ccmod.netsys.validate.check_network`, ~1 ms for myrinet16,
+        ~40 ms for a 64-node fat tree, at every run) has then passed for an identical
+        network already built in this process. None otherwise (checked at every build)."""
+        cls = type(self)
+        if not cls.__dict__.get("routes_from_values", False):
+            return None
+        items = sorted(self.values.items())
+        if not all(isinstance(v, _PLAIN) or (isinstance(v, tuple) and
+                                             all(isinstance(x, _PLAIN) for x in v))
+                   for _, v in items):
+            return None
+        return cls, repr(items)
 
     # helpers for subclasses -------------------------------------------------------------
     def build(self) -> None:
@@ -136,6 +169,7 @@ class Star(BuiltNetwork):
     leave the same node or enter the same node at the same time.
     """
 
+    routes_from_values = True
     name = "star"
     description = "one non-blocking switch, one full-duplex link per node (10 Gb/s, 1 us)"
     params = {
@@ -166,6 +200,7 @@ class Star(BuiltNetwork):
 class Bus(BuiltNetwork):
     """One shared half-duplex medium (classic Ethernet): every message uses link 0, dir 0."""
 
+    routes_from_values = True
     name = "bus"
     description = "one shared link carrying every message (100 Mb/s Ethernet, 50 us)"
     params = {
@@ -199,6 +234,7 @@ class FatTree2(BuiltNetwork):
     ``H + leaf * spines + spine`` where ``H = leaves * hosts_per_leaf``.
     """
 
+    routes_from_values = True
     name = "fattree2"
     description = "two-level leaf/spine fat tree, static d-mod-k / s-mod-k / sum routing"
     params = {
@@ -308,6 +344,7 @@ class Myrinet16(BuiltNetwork):
     ``16 + TrgGr*4 + selsw``, ``selsw = S1toS2[src] - 1`` drawn once from the seed.
     """
 
+    routes_from_values = True
     name = "myrinet16"
     description = "the article's 16-node 2-level Myrinet (1.28 Gb/s, Listing One routing)"
     NPROC, LPERG, LEVEL_LINKS = 16, 4, 16

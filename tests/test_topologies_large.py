@@ -215,6 +215,26 @@ def test_broken_routes_fail_on_construction(mode, what):
     assert "\n" not in str(e.value)
 
 
+def test_route_check_once_per_builtin_network_and_values(monkeypatch):
+    # a built-in network's routes follow from its class and values: the check (every run
+    # builds its network) runs once per process for each; other values, a subclass (it may
+    # route otherwise) and a plugin are checked at every build
+    from ccmod.netsys import topologies, validate
+    from ccmod.netsys.meshes import Torus
+    calls = []
+    monkeypatch.setattr(topologies, "_ROUTES_CHECKED", set())
+    monkeypatch.setattr(validate, "check_network", lambda net: calls.append(type(net).__name__))
+
+    class MyTorus(Torus):
+        pass
+    for _ in range(2):
+        make_network("torus:dims=4x4", 16)
+        make_network("torus:dims=2x8", 16)
+        MyTorus(nodes_needed=16, dims="4x4")
+        _Broken(nodes_needed=3, mode="missing")
+    assert calls == ["Torus", "Torus", "MyTorus", "_Broken", "MyTorus", "_Broken"]
+
+
 def test_link_table_columns():
     net = make_network("fattree:k=2,n=2", None)
     t = link_table(net)
