@@ -15,6 +15,7 @@ must move.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ccmod.kernel.compiled import cc_state, leaf
 from ccmod.kernel.rawbuf import as_i32
@@ -67,10 +68,16 @@ def _join_alone(I, F, m, r, t, remaining):
     (``lone``, by :func:`_best`'s walk) and the group re-scheduled at once with m as its
     first member, as :func:`_touch` would (nothing else can join that group at this
     instant: no other message crosses it, and the moves came first). Called at the
-    flush, or at the start itself when every hop was idle
-    (:func:`ccmod.kernel.ccmod_rule.cc_start`)."""
+    flush; the start itself, when every hop was idle, joins with :func:`join_alone_s`
+    (:func:`ccmod.kernel.ccmod_rule._start_alone`)."""
+    join_alone_s(cc_state(I), I, F, m, r, t, remaining)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def join_alone_s(S, I, F, m, r, t, remaining):
+    """:func:`_join_alone` with the rule's offsets ``S`` given, inlined into its caller
+    (the start's out-of-line join: one call, not two)."""
     J = as_i32(I)
-    S = cc_state(I)
     J[S.bott + m] = r
     vc = _vclock(F, S.rf + r * CRF, t)
     vfin = vc + remaining
@@ -302,7 +309,11 @@ def _flush(I, F):
     nc = _flush_checks(I, F)
     if nc > 0:
         _flush_moves(I, F, nc, F[cc_state(I).sf])
-    _flush_new(I, F)
+    # (an end's flush, half of light traffic's, has no start to join: the call and the
+    # prologue of _flush_new not paid)
+    si = cc_state(I).si
+    if I[si + N_NEW] != 0:
+        _flush_new(I, F)
     _flush_touches(I, F)
 
 

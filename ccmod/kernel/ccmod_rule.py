@@ -42,14 +42,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ccmod.kernel.compiled import cc_state, leaf
+from ccmod.kernel.compiled import cc_state, leaf, leaf_apart
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import (CC_RES_F, CC_RES_I, CF_AREA, CF_BUSY, CF_DMIN, CF_FREE,
                                 CF_SHARE, CF_T_AT, CF_T_CHG, CF_V_AT, CI_COUNT, CI_DEC, CI_DFR,
                                 CI_G_LEN, CI_INC, CI_L_HEAD, CI_L_TAIL, CI_LONE, CI_NDEF,
                                 CI_PEAK, CI_PH_LEN, CI_RP_HEAD, CI_TCH, CRF, CRI, CcRes, CcState,
                                 check_ids, records)
-from ccmod.kernel.cc_flush import _best, _join_alone, cc_flush, cc_pending
+from ccmod.kernel.cc_flush import _best, cc_flush, cc_pending, join_alone_s
 from ccmod.kernel.cc_groups import _vclock, g_del, g_empty, g_first, g_take_sorted
 from ccmod.kernel.cc_pairs import (N_ACTIVE, N_CAND, N_DEC, N_DONE, N_ETOP, N_FRESH, N_INC,
                                    N_NEW, N_PF, N_SI, N_TCH, _mark, _others_del, entries_give,
@@ -298,16 +298,26 @@ def cc_start(I, F, m, t, work):
             _join_busy(I, F, r, t)
     I[S.si + N_ACTIVE] += 1
     if idle and work > 0.0:
-        # (a second walk, the flush's: the best hop found in the walk above kept two
-        # more values live across its calls, and a busy start, an incast's every one,
-        # paid ~50 instructions more for them)
-        b, _ = _best(S, I, F, m, True)
-        _join_alone(I, F, m, b, t, work)
+        _start_alone(I, F, m, t, work)
         return
     k = I[S.si + N_NEW]
     I[S.new_m + k] = m
     F[S.new_w + k] = work
     I[S.si + N_NEW] = k + 1
+
+
+@leaf_apart
+def _start_alone(I, F, m, t, work):
+    """:func:`cc_start`'s message m, every hop of which was idle, joins its group. Kept out
+    of line (:func:`ccmod.kernel.compiled.leaf_apart`), with its own offsets: inlined, the
+    offsets of this walk and join were loaded at :func:`cc_start`'s entry and spilled, and
+    a busy start (an incast's every one) paid ~9 instructions for them; an idle start pays
+    ~3 more for the call. (A second walk, the flush's: the best hop found in the start's
+    walk kept two more values live across its calls, ~50 instructions more per busy
+    start.)"""
+    S = cc_state(I)
+    b, _ = _best(S, I, F, m, True)
+    join_alone_s(S, I, F, m, b, t, work)
 
 
 @leaf

@@ -78,6 +78,7 @@ class _InternalCompiler(_FunctionCompiler):
         library = codegen.create_library(self.py_func.__qualname__)
         library.enable_object_caching()
         library.link_only = True
+        library.apart = getattr(self.py_func, "_ccmod_apart", False)
         cres = compiler.compile_extra(self.targetdescr.typing_context,
                                       self.targetdescr.target_context, self.py_func,
                                       args=args, return_type=return_type, flags=flags,
@@ -204,6 +205,16 @@ def leaf(func):
     if os.environ.get("NUMBA_DISABLE_JIT") == "1":
         return func
     return _dispatcher(_LeafDispatcher, func, True, {"_nrt": False})
+
+
+def leaf_apart(func):
+    """:data:`leaf`, kept out of line in its callers (LLVM's ``noinline``: a function called
+    from one place is otherwise always inlined there, see
+    :func:`ccmod.kernel.linkonly.internalize`). For a rare or a separate path whose values,
+    inlined, would be loaded and spilled by every call of its caller. Only when called from
+    the loop (a link-only compile, :class:`_InternalCompiler`); otherwise as :data:`leaf`."""
+    func._ccmod_apart = True
+    return leaf(func)
 
 
 # -- the program seen through raw addresses --------------------------------------------------

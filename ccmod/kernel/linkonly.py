@@ -90,6 +90,9 @@ class LinkOnlyLibrary(JITCodeLibrary):
 
     link_only = False
     _pending = False       # link-only and not yet optimised / in the execution engine
+    #: the library's function is kept out of line in its callers (LLVM's ``noinline``:
+    #: :func:`ccmod.kernel.compiled.leaf_apart`)
+    apart = False
 
     def _optimize_final_module(self):
         if self.link_only:
@@ -101,6 +104,13 @@ class LinkOnlyLibrary(JITCodeLibrary):
     def _finalize_final_module(self):
         if not self.link_only:
             return super()._finalize_final_module()
+        if self.apart:
+            # its own function is the module's one external definition (the callees
+            # linked in are linkonce_odr copies); the attribute goes with the IR into
+            # the callers and the cache
+            for fn in self._final_module.functions:
+                if not fn.is_declaration and fn.linkage == ll.Linkage.external:
+                    fn.add_function_attribute("noinline")
         self._finalize_dynamic_globals()
         self._verify_declare_only_symbols()
         self._pending = True
