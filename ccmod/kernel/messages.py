@@ -88,7 +88,8 @@ def start_transfer(C, L, I, F, m, t, gap):
     # the transfer of m begins (injection)
     F[G.t_start + m * MF] = t
     q = F[M.quiet + per_msg(M, FC_QUIET, m)]
-    _sig(C, L, t, SG_COMMCOST, order_key(I, M.okey, m), 0, 0, 0, q)
+    if C.signals:
+        _sig(C, L, t, SG_COMMCOST, order_key(I, M.okey, m), 0, 0, 0, q)
     if as_i32(I)[M.unshared + per_msg(M, FC_UNSHARED, m)] or q <= 0.0 or not has_route:
         arm_msg_timer(I, F, m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
@@ -144,7 +145,8 @@ def message_done(C, L, I, F, m, t, M, R, G):
     """Message m's transfer ended at t: its waiters released (or its handler run).
     Inlined where the loop calls it, with the loop's offsets (``M``, ``R``, ``G``)."""
     F[G.t_end + m * MF] = t
-    _sig(C, L, t, SG_MSGEND, order_key(I, M.okey, m), 0, 0, 0, 0.0)
+    if C.signals:
+        _sig(C, L, t, SG_MSGEND, order_key(I, M.okey, m), 0, 0, 0, 0.0)
     if as_i32(I)[M.kind + per_msg(M, FC_KIND, m)]:
         am_arrived(I, F, m, t)
         return

@@ -246,6 +246,9 @@ def render_signals(sig, route_ptr, route_res, start=0, stop=None):
 
 @kernel_jit
 def sig(C, L, t, code, a, b, c, d, f):
-    """Append one debug signal when the run asks for them (``C.signals``)."""
+    """Append one debug signal when the run asks for them (``C.signals``). A caller whose
+    arguments are read from the state tests ``C.signals`` itself first: the arguments are
+    computed before the call, and LLVM did not move those loads under the test (~4
+    instructions per message and call site on a run without signals)."""
     if C.signals:
         log_sig(L, (t, code, a, b, c, d, f))

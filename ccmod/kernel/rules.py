@@ -41,7 +41,8 @@ def log_route(L, I, m, t, count, stride):
 
 # -- the article's rule ------------------------------------------------------------------
 def _cc_start(C, L, I, F, m, t, work):
-    sig(C, L, t, SG_MSGSTART, order_key(I, msg_in(I).okey, m), 0, 0, 0, 0.0)
+    if C.signals:
+        sig(C, L, t, SG_MSGSTART, order_key(I, msg_in(I).okey, m), 0, 0, 0, 0.0)
     cc_start(I, F, m, t, work)
     if C.record:
         log_route(L, I, m, t, cc_state(I).ri + CI_COUNT, CRI)
@@ -79,7 +80,8 @@ def _cc_set_free(C, I, F, r, t, free):
 # -- max-min -----------------------------------------------------------------------------
 def _mm_start(C, L, I, F, m, t, work):
     M = msg_in(I)
-    sig(C, L, t, SG_MSGSTART, order_key(I, M.okey, m), 0, 0, 0, 0.0)
+    if C.signals:
+        sig(C, L, t, SG_MSGSTART, order_key(I, M.okey, m), 0, 0, 0, 0.0)
     mm_start(I, F, m, t, work, F[M.flow_cap + per_msg(M, FC_FLOW_CAP, m)])
     if C.record:
         log_route(L, I, m, t, mm_state(I).count, 1)
