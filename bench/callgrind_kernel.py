@@ -6,7 +6,7 @@ Usage::
     python bench/callgrind_kernel.py incast512 --branch-sim --top 25
 
 Cases are bench/perf_kernel.py's (``random64``, ``light16``, ``incastK``, ``spreadK``,
-``computeP``). Why callgrind: it counts instructions, not seconds, so a count is the same
+``sharersK``, ``sharersKrR``, ``computeP``). Why callgrind: it counts instructions, not seconds, so a count is the same
 whatever else this shared 2-core machine is doing, and two versions of the kernel can be
 compared while helpers load both cores (timings cannot be). What it misses: it models no
 hardware prefetch and only a simple branch predictor, so a change that trades instructions
@@ -93,7 +93,7 @@ skip_next = [False]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("case", help="random64 | light16 | incastK | spreadK | computeP")
+    ap.add_argument("case", help="random64 | light16 | incastK | spreadK | sharersK[rR] | computeP")
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--sharing", default="ccmod")
     ap.add_argument("--branch-sim", action="store_true",

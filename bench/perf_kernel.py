@@ -7,7 +7,9 @@ Usage::
 
 Cases are bench/profile_kernel.py's: ``random64``, ``incastK`` (K senders onto one node),
 ``light16`` (myrinet16 with compute), ``spreadK`` (incastK's messages, each receiver on a node
-of its own: K in flight without contention). The script warms the JIT with one run, writes
+of its own: K in flight without contention), and bench/bench_engine.py's ``sharersK`` /
+``sharersKrR`` (incast(R / 2)'s trace on an R-node star, R = 2048 by default, the
+receivers K to a node: the ranks held fixed, only the sharers per downlink vary). The script warms the JIT with one run, writes
 ``/tmp/perf-PID.map`` (the symbol map ``perf report`` reads for JIT code), then repeats
 the run with ``perf record`` attached to itself, enabled only inside ``Engine.run`` (the
 compiled loop; the per-run set-up is left out), and prints ``perf report``'s flat profile
@@ -149,10 +151,19 @@ def _case(name, nrec, sharing):
     if name.startswith("compute") and name[len("compute"):].isdigit():
         from profile_kernel import compute_only
         return compute_only(int(name[len("compute"):]), nrec), STAR, {}
+    m = re.fullmatch(r"sharers(\d+)(?:r(\d+))?", name)
+    if m:
+        # bench/bench_engine.py's sharersKrR: incast(R / 2)'s trace on an R-node star, the
+        # receivers K to a node (the ranks held fixed, only the sharers per downlink vary)
+        from bench_engine import sharers_mapping
+        K, R = int(m.group(1)), int(m.group(2) or 2048)
+        mp = Path(tempfile.mkdtemp(prefix="ccmod-perf-")) / f"{name}.map"
+        mp.write_text("".join(f"{r} {nd}\n" for r, nd in enumerate(sharers_mapping(K, R))))
+        return incast(R // 2, nrec), f"{STAR},nodes={R}", {"mapping": str(mp)}
     m = re.fullmatch(r"(incast|spread)(\d+)", name)
     if not m:
         raise SystemExit(f"perf_kernel: unknown case {name!r} (random64, light16, incastK, "
-                         "spreadK)")
+                         "spreadK, sharersK, sharersKrR)")
     K = int(m.group(2))
     # spreadK: incastK's messages with every receiver on a node of its own (no contention:
     # what K messages in flight cost without sharing)
