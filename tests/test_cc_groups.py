@@ -19,7 +19,7 @@ def py(monkeypatch):
     """The group and heap functions as plain Python (their callees looked up at call time)."""
     for mod, names in ((cc_groups, ("_before", "heap_push", "heap_remove", "g_first",
                                      "g_add", "g_del", "g_empty", "g_take_sorted")),
-                       (heaps, ("_lt", "heap_up", "heap_down"))):
+                       (heaps, ("_lt", "_before", "_sift_down", "heap_up", "heap_down"))):
         for name in names:
             f = getattr(mod, name)
             monkeypatch.setattr(mod, name, getattr(f, "py_func", f))
