@@ -106,6 +106,20 @@ def test_command_without_blas_starts_one_blas_thread(args, env, want):
     assert p.stdout.strip() == str(want)
 
 
+@pytest.mark.parametrize("env,want", [({}, "false"), ({"CCMOD_DEBUG": "1"}, None),
+                                      ({"BOKEH_VALIDATE_DOC": "true"}, "true")])
+def test_command_builds_reports_without_bokeh_validation(env, want):
+    # Bokeh's document check only logs, and the command drops library logs: it is skipped
+    # unless CCMOD_DEBUG shows the logs or the user chose
+    code = ("import os; from ccmod.cli import _skip_report_validation; "
+            "_skip_report_validation(); print(os.environ.get('BOKEH_VALIDATE_DOC'))")
+    base = {k: v for k, v in os.environ.items() if k not in ("BOKEH_VALIDATE_DOC", "CCMOD_DEBUG")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env=dict(base, PYTHONPATH=str(ROOT), **env), timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str(want)
+
+
 def test_tables_still_come_as_dataframes():
     # the API's tables are built on first access, as DataFrames, from the same columns
     from ccmod.api import run
