@@ -188,8 +188,10 @@ def _went_idle(I, F, q, u, t):
     left it at t (its count 1 -> 0): integrate its statistics (its count, 1, times the
     time since the last change) and empty its group (infinite share, the clock restarts:
     keeps precision). :func:`_set_count`'s end of a resource, also :func:`_end_alone`'s
-    whole work per resource."""
-    F[u + CF_T_AT] = t
+    whole work per resource. The clock's time ``t_at`` is left as it is: an idle group's
+    clock reads ``v_at`` alone (its share is infinite), and whatever makes the resource
+    busy again sets ``t_at`` first (:func:`cc_start`, :func:`_set_count`,
+    :func:`cc_set_free`)."""
     if F[u + CF_T_CHG] != t:
         dt = t - F[u + CF_T_CHG]
         F[u + CF_AREA] += dt
