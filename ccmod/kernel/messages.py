@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from ccmod.kernel.compiled import leaf, msg_in, msg_st, per_msg, rank_st, scalars, timers
 from ccmod.kernel.compiled import kernel_jit as njit   # one compile per argument types
-from ccmod.kernel.heaps import order_key, timer_set
+from ccmod.kernel.heaps import timer_set
 from ccmod.kernel.rawbuf import as_i32
 from ccmod.kernel.state import (FC_HANDLER, FC_KIND, FC_LATENCY, FC_O_RECV, FC_QUIET,
                                 FC_UNSHARED, MF, MJ, RF, RF_COMP_END, RF_H_INSIDE,
                                 RF_HANDLER_TOT, RF_HFREE, RF_OVH_DUE, RI, RI_BLOCK, RI_PENDING)
-from ccmod.kernel.record import sig as _sig
+from ccmod.kernel.record import msg_sig
 from ccmod.kernel.rules import rule_start
 from ccmod.kernel.codes import (EV_COMPUTE, EV_HANDLER_END, EV_LAT_END, EV_MSG_END, EV_START,
                                 K_NRET, K_RHEAD, K_RTAIL, K_SEQ, RS_COMPUTING, SG_COMMCOST,
@@ -88,8 +88,7 @@ def start_transfer(C, L, I, F, m, t, gap):
     # the transfer of m begins (injection)
     F[G.t_start + m * MF] = t
     q = F[M.quiet + per_msg(M, FC_QUIET, m)]
-    if C.signals:
-        _sig(C, L, t, SG_COMMCOST, order_key(I, M.okey, m), 0, 0, 0, q)
+    msg_sig(C, L, I, M.okey, t, SG_COMMCOST, m, q)
     if as_i32(I)[M.unshared + per_msg(M, FC_UNSHARED, m)] or q <= 0.0 or not has_route:
         arm_msg_timer(I, F, m, EV_MSG_END, t + q)
     elif C.sharing == 0 and not C.lat_unshared:
@@ -145,8 +144,7 @@ def message_done(C, L, I, F, m, t, M, R, G):
     """Message m's transfer ended at t: its waiters released (or its handler run).
     Inlined where the loop calls it, with the loop's offsets (``M``, ``R``, ``G``)."""
     F[G.t_end + m * MF] = t
-    if C.signals:
-        _sig(C, L, t, SG_MSGEND, order_key(I, M.okey, m), 0, 0, 0, 0.0)
+    msg_sig(C, L, I, M.okey, t, SG_MSGEND, m, 0.0)
     if as_i32(I)[M.kind + per_msg(M, FC_KIND, m)]:
         am_arrived(I, F, m, t)
         return

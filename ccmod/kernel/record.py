@@ -9,13 +9,14 @@ import ctypes
 
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ccmod.jit import jit_enabled
 from ccmod.kernel.state import Logs
 from ccmod.kernel.compiled import kernel_jit  # (and numba's BLAS check without scipy.linalg)
+from ccmod.kernel.heaps import order_key
 from ccmod.kernel.codes import (SG_COMMCOST, SG_EVENTHORIZON, SG_GO_END, SG_GO_INIT,
                                 SG_MSGSTART, SG_NEWPROC, SG_NEWSCOM, SG_UPPR_END, SG_UPPR_PROC,
                                 SIGNALS)
@@ -247,8 +248,17 @@ def render_signals(sig, route_ptr, route_res, start=0, stop=None):
 @kernel_jit
 def sig(C, L, t, code, a, b, c, d, f):
     """Append one debug signal when the run asks for them (``C.signals``). A caller whose
-    arguments are read from the state tests ``C.signals`` itself first: the arguments are
-    computed before the call, and LLVM did not move those loads under the test (~4
-    instructions per message and call site on a run without signals)."""
+    arguments are read from the state tests ``C.signals`` itself first (as
+    :func:`msg_sig` does): the arguments are computed before the call, and LLVM did not
+    move those loads under the test (~4 instructions per message and call site on a run
+    without signals)."""
     if C.signals:
         log_sig(L, (t, code, a, b, c, d, f))
+
+
+@njit(cache=True, inline="always")
+def msg_sig(C, L, I, okey, t, code, m, f):
+    """Signal ``code`` of message m (its order key, then ``f``), the key read from the
+    state only when the run asks for signals (see :func:`sig`)."""
+    if C.signals:
+        sig(C, L, t, code, order_key(I, okey, m), 0, 0, 0, f)

@@ -21,9 +21,8 @@ from ccmod.kernel.codes import SG_MSGSTART
 from ccmod.kernel.compiled import (cc_state, kernel_jit, kernel_jit_by_type, mm_state, msg_in,
                                    msg_st, per_msg)
 from ccmod.kernel.maxmin import F_LEN, N_DIRTY, mm_end, mm_pop_due, mm_set_free, mm_solve, mm_start
-from ccmod.kernel.heaps import order_key
 from ccmod.kernel.rawbuf import as_i32
-from ccmod.kernel.record import log_load, sig
+from ccmod.kernel.record import log_load, msg_sig
 from ccmod.kernel.state import CI_COUNT, CRI, FC_FLOW_CAP, MmConfig
 
 INF = float("inf")
@@ -41,8 +40,7 @@ def log_route(L, I, m, t, count, stride):
 
 # -- the article's rule ------------------------------------------------------------------
 def _cc_start(C, L, I, F, m, t, work):
-    if C.signals:
-        sig(C, L, t, SG_MSGSTART, order_key(I, msg_in(I).okey, m), 0, 0, 0, 0.0)
+    msg_sig(C, L, I, msg_in(I).okey, t, SG_MSGSTART, m, 0.0)
     cc_start(I, F, m, t, work)
     if C.record:
         log_route(L, I, m, t, cc_state(I).ri + CI_COUNT, CRI)
@@ -80,8 +78,7 @@ def _cc_set_free(C, I, F, r, t, free):
 # -- max-min -----------------------------------------------------------------------------
 def _mm_start(C, L, I, F, m, t, work):
     M = msg_in(I)
-    if C.signals:
-        sig(C, L, t, SG_MSGSTART, order_key(I, M.okey, m), 0, 0, 0, 0.0)
+    msg_sig(C, L, I, M.okey, t, SG_MSGSTART, m, 0.0)
     mm_start(I, F, m, t, work, F[M.flow_cap + per_msg(M, FC_FLOW_CAP, m)])
     if C.record:
         log_route(L, I, m, t, mm_state(I).count, 1)
