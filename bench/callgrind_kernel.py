@@ -6,9 +6,9 @@ Usage::
     python bench/callgrind_kernel.py incast512 --branch-sim --top 25
 
 Cases are bench/perf_kernel.py's (``random64``, ``light16``, ``incastK``, ``spreadK``,
-``sharersK``, ``sharersKrR``, ``computeP``). Why callgrind: it counts instructions, not seconds, so a count is the same
-whatever else this shared 2-core machine is doing, and two versions of the kernel can be
-compared while helpers load both cores (timings cannot be). What it misses: it models no
+``sharersK``, ``sharersKrR``, ``computeP``). Why callgrind: it counts instructions, not
+seconds, so a count is the same whatever else this shared 2-core machine is doing, and two
+versions of the kernel can be compared while helpers load both cores (timings cannot be). What it misses: it models no
 hardware prefetch and only a simple branch predictor, so a change that trades instructions
 for memory traffic still needs a timed A/B (bench/ab_engine.py) on an idle machine.
 
@@ -26,9 +26,11 @@ instructions per record, then the functions of the loop by their share (with ``B
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,41 +56,29 @@ def _child(a) -> None:
 
 
 def _parse(out_file: str, events_wanted):
-    """``{function address: [costs]}`` of the callgrind output's self costs (fn= blocks)."""
-    costs, events, fn, names = {}, None, None, {}
+    """``{function name: [costs]}``: each function's own costs (the ``fn=`` blocks) in a
+    callgrind output written with ``--compress-strings=no --compress-pos=no`` (names and
+    positions in full), the cost line after a ``calls=`` line (a call's inclusive cost)
+    left out."""
+    costs, idx, fn, after_call = {}, [], None, False
     for line in open(out_file):
         if line.startswith("events:"):
             events = line.split()[1:]
             idx = [events.index(e) if e in events else None for e in events_wanted]
-            continue
-        if line.startswith("fn="):
-            m = re.match(r"fn=\((\d+)\)(?: (.*))?", line.strip())
-            if m:
-                if m.group(2):
-                    names[m.group(1)] = m.group(2)
-                fn = names.get(m.group(1))
-            else:
-                fn = line[3:].strip()
-            continue
-        if line.startswith(("cfn=", "cfi=", "cob=", "calls=")):
-            if line.startswith("calls="):
-                skip_next[0] = True
-            continue
-        if not line[:1].isdigit() and not line.startswith(("+", "-", "*")):
-            continue
-        if skip_next[0]:     # the inclusive cost of a call: not this function's own
-            skip_next[0] = False
-            continue
-        parts = line.split()
-        vals = [int(v) for v in parts[1:]]
-        acc = costs.setdefault(fn, [0] * len(events_wanted))
-        for j, i in enumerate(idx):
-            if i is not None and i < len(vals):
-                acc[j] += vals[i]
+        elif line.startswith("fn="):
+            fn = line[3:].strip()
+        elif line.startswith("calls="):
+            after_call = True
+        elif line[:1].isdigit():
+            if after_call:
+                after_call = False
+                continue
+            vals = line.split()[1:]
+            acc = costs.setdefault(fn, [0] * len(events_wanted))
+            for j, i in enumerate(idx):
+                if i is not None and i < len(vals):
+                    acc[j] += int(vals[i])
     return costs
-
-
-skip_next = [False]
 
 
 def main() -> None:
@@ -125,7 +115,6 @@ def main() -> None:
     wanted = ["Ir", "Bc", "Bcm"]
     costs = _parse(str(out), wanted)
     starts = [f[0] for f in funcs]
-    import bisect
     per_fn = {}
     for name, c in costs.items():
         m = re.match(r"0x([0-9a-fA-F]+)", name or "")
@@ -149,7 +138,6 @@ def main() -> None:
         if a.branch_sim:
             row += f"{c[1] / nrec:7.2f} {c[2] / nrec:6.3f}  "
         print(row + name.split(".")[-1][:60])
-    import shutil
     shutil.rmtree(tmp)
 
 
