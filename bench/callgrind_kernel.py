@@ -8,9 +8,10 @@ Usage::
 Cases are bench/perf_kernel.py's (``random64``, ``light16``, ``incastK``, ``spreadK``,
 ``sharersK``, ``sharersKrR``, ``computeP``). Why callgrind: it counts instructions, not
 seconds, so a count is the same whatever else this shared 2-core machine is doing, and two
-versions of the kernel can be compared while helpers load both cores (timings cannot be). What it misses: it models no
-hardware prefetch and only a simple branch predictor, so a change that trades instructions
-for memory traffic still needs a timed A/B (bench/ab_engine.py) on an idle machine.
+versions of the kernel can be compared while helpers load both cores (timings cannot be).
+What it misses: it models no hardware prefetch and only a simple branch predictor, so a
+change that trades instructions for memory traffic still needs a timed A/B
+(bench/ab_engine.py) on an idle machine.
 
 How: the case runs once plainly (compiles or loads the JIT cache, with
 ``NUMBA_CPU_NAME=generic`` so that valgrind knows every instruction and the cache is the
