@@ -203,3 +203,55 @@ def test_parquet_is_read_in_batches_whatever_the_row_groups(tmp_path, monkeypatc
     seen.clear()
     _identical(w, read_workload(p, compute_scale=2.0), meta=False)  # no compute records
     assert max(seen) <= 1 << 16
+
+
+def test_parquet_of_other_column_types_and_offsets_reads_the_same(tmp_path):
+    # a file written by another tool: wider/unsigned/float32 columns and batches that are
+    # slices of larger arrays (non-zero offsets) read exactly as their values
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    b = WorkloadBuilder(2)
+    for i in range(300):
+        b.send(0, 1, 8 * i + 1, tag=i % 7)
+        b.recv(1, 0, 8 * i + 1, tag=i % 7)
+        b.compute(0, 0.25 * i)
+    w = b.build()
+    p = write_parquet(w, tmp_path / "w.parquet")
+    t = pq.read_table(p)
+    types = {"rank": pa.int64(), "peer": pa.int64(), "tag": pa.int16(), "op": pa.uint8(),
+             "nbytes": pa.uint64(), "duration_s": pa.float32(), "file_id": pa.uint16()}
+    t2 = pa.table({f.name: (t.column(f.name).cast(types[f.name]) if f.name in types
+                            else t.column(f.name)) for f in t.schema},
+                  metadata=t.schema.metadata)
+    sliced = pa.concat_tables([t2.slice(0, 101), t2.slice(101)])   # offsets inside chunks
+    q = tmp_path / "other.parquet"
+    pq.write_table(sliced, q, row_group_size=50)
+    _identical(w, read_workload(q, batch_rows=37), meta=False)
+
+
+def test_reading_parquet_does_not_import_pandas(tmp_path):
+    # pyarrow's to_numpy imports pandas (~0.25 s of start-up); plain columns are read
+    # without it
+    import subprocess
+    import sys
+    b = WorkloadBuilder(2)
+    b.send(0, 1, 8)
+    b.recv(1, 0, 8)
+    p = write_parquet(b.build(), tmp_path / "w.parquet")
+    code = ("import sys; from ccmod.workloads import read_workload; "
+            f"w = read_workload({str(p)!r}); assert w.nrecords == 2; "
+            "print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_column_values_honour_the_arrays_offset():
+    import pyarrow as pa
+    from ccmod.workloads.tabular import _values
+    for typ in (pa.int8(), pa.int32(), pa.int64(), pa.uint16(), pa.float32(), pa.float64()):
+        arr = pa.array(np.arange(40) * 3, type=typ)
+        part = arr.slice(7, 20)
+        got = _values(pa, part)
+        np.testing.assert_array_equal(got, np.arange(7, 27) * 3)
+        assert got.dtype == np.dtype(typ.to_pandas_dtype())

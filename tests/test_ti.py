@@ -412,3 +412,34 @@ def test_replay_multiple_errors_and_reader_options(tmp_path):
         read_workload(tmp_path / "t.ti", elem_bytes=0)
     with pytest.raises(CcmodInputError, match="compute rate"):
         read_workload(tmp_path / "t.ti", compute_rate=0)
+
+
+def test_builder_joins_adjacent_chunk_views_without_copying():
+    # the TI scan hands the builder consecutive slices of one set of columns: they are
+    # joined as a view; anything else (lists, other arrays, gaps) is copied as before
+    from ccmod.workloads.base import WorkloadBuilder, _join
+    base = np.arange(100, dtype=np.int64)
+    parts = [base[0:10], base[10:10], base[10:35], base[35:60]]
+    got = _join(parts)
+    assert np.shares_memory(got, base) and got.tolist() == list(range(60))
+    other = np.arange(5, dtype=np.int64)
+    for ps in ([base[0:10], base[11:20]], [base[0:10], other],
+               [base[0:10], base[10:20].astype(np.int32)],
+               [base[10:20], base[0:10]]):
+        got = _join(ps)
+        assert got.tolist() == np.concatenate(ps).tolist()
+        assert not np.shares_memory(got, base)
+    cols = {k: np.arange(40).astype(dt) for k, dt in (
+        ("rank", np.int32), ("op", np.int8), ("peer", np.int32), ("tag", np.int32),
+        ("nbytes", np.int64), ("duration_s", np.float64), ("req", np.int64),
+        ("line", np.int64), ("file_id", np.int32))}
+    cols["rank"][:] = 0
+    cols["op"][:] = 0
+    cols["line"] += 1
+    b = WorkloadBuilder(1)
+    for lo, hi in ((0, 15), (15, 40)):
+        b.add_chunk(b.take_lists(), {k: a[lo:hi] for k, a in cols.items()})
+    w = b.build()
+    assert w.nrecords == 40 and w.duration_s.tolist() == list(map(float, range(40)))
+    assert np.shares_memory(w.duration_s, cols["duration_s"])
+    w.duration_s[0] = 7.0                   # a column of the Workload stays writeable

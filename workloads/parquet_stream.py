@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ccmod.errors import CcmodInputError
+from ccmod.workloads.tabular import arrow_values
 
 #: columns a reader decodes: ``load`` the kernel's records, ``scan`` the matcher's look-ahead
 READER_COLUMNS = {"load": ("op", "peer", "tag", "nbytes", "duration_s", "req"),
@@ -133,7 +134,7 @@ class ParquetRecordSource:
             col = t.column(c)
             if col.null_count:
                 raise CcmodInputError(f"null values in column '{c}'", source=self.path)
-            out[c] = col.to_numpy()
+            out[c] = arrow_values(col)
         self.groups_read += j - i
         g0 = int(self.group_start[i])
         op = out["op"]
@@ -218,7 +219,7 @@ class ParquetRecordSource:
         ops = np.asarray(list(ops), np.int64)
         out = np.zeros(self.nranks, np.int64)
         for i in range(len(self.group_rank)):
-            op = self.pf.read_row_group(i, columns=["op"]).column("op").to_numpy()
+            op = arrow_values(self.pf.read_row_group(i, columns=["op"]).column("op"))
             out[self.group_rank[i]] += int(np.isin(op, ops).sum())
         return out
 

@@ -32,15 +32,29 @@ _HEAD_BYTES = 1 << 16
 _SYNTAXES = ("auto", "tagged", "untagged")
 
 
-def read_text(path: Path) -> str:
-    """Read a (possibly gzip'd) text file; every failure becomes CcmodInputError."""
+def read_source(path: Path) -> bytes | str:
+    """A (possibly gzip'd) text file's contents, as text mode reads them (UTF-8, ``\r\n``
+    and ``\r`` made ``\n``); every failure becomes CcmodInputError.
+
+    An ASCII file is returned as its bytes (the fast reader's input: no decoding, no
+    re-encoding of megabytes), anything else as the decoded text; :func:`as_text` makes
+    either a ``str``.
+    """
     try:
         if path.suffix == ".gz":
-            with open_gzip_bounded(path, "rt", encoding="utf-8") as f:
-                text = f.read()
+            with open_gzip_bounded(path, "rb") as f:
+                data = f.read()
         else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            with open(path, "rb") as f:
+                data = f.read()
+        if not data.isascii():
+            text = data.decode("utf-8")
+            del data
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+            if "\x00" in text:
+                raise _nul(path)
+            return text
     except UnicodeDecodeError:
         raise CcmodInputError("not a text file (cannot decode as UTF-8)", source=str(path),
                               hint="is this a binary trace? try --format") from None
@@ -49,10 +63,21 @@ def read_text(path: Path) -> str:
                                                    path.suffix == ".gz" else type(exc).__name__)
         raise CcmodInputError(f"cannot read: {excerpt(why, 80)}",
                               source=str(path), hint="is the file truncated?") from None
-    if "\x00" in text:
-        raise CcmodInputError("not a text file (contains NUL bytes)", source=str(path),
-                              hint="is this a binary trace? try --format")
-    return text
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if b"\x00" in data:
+        raise _nul(path)
+    return data
+
+
+def _nul(path: Path) -> CcmodInputError:
+    return CcmodInputError("not a text file (contains NUL bytes)", source=str(path),
+                           hint="is this a binary trace? try --format")
+
+
+def as_text(src: bytes | str) -> str:
+    """:func:`read_source`'s contents as text."""
+    return src.decode("ascii") if isinstance(src, bytes) else src
 
 
 def _head_lines(path: Path, nbytes: int = _HEAD_BYTES) -> list[str]:
@@ -224,18 +249,18 @@ class TIReader:
                 raise CcmodInputError("folder holds no TI trace file", source=str(path),
                                       hint="TI lines look like '0 compute 1e6'")
             return self._read_files(files, len(files), "folder", str(path), opts)
-        text = read_text(path)
+        text = read_source(path)
         head, complete = _text_head(text)
         toks, ln = _first_tokens(head)
         if not toks and not complete:
-            toks, ln = _first_tokens(text.splitlines())
+            toks, ln = _first_tokens(as_text(text).splitlines())
         if len(toks) == 1 and not (toks[0].isdigit() and resolve_listed(path, toks[0]) is None):
-            files = self._listed(path, text.splitlines())
+            files = self._listed(path, as_text(text).splitlines())
             return self._read_files(files, len(files), "description", str(path), opts)
         if len(toks) == 4 and _is_number(toks[2]) and _is_number(toks[3]) \
                 and not _is_action_line(toks):
             from ccmod.workloads.ti_multi import read_replay_multiple
-            return read_replay_multiple(self, path, text.splitlines(), opts)
+            return read_replay_multiple(self, path, as_text(text).splitlines(), opts)
         siblings = _rank_siblings(path, head)
         if siblings:
             w = self._read_files(siblings, len(siblings), "per-rank siblings", str(path), opts)
@@ -274,7 +299,7 @@ class TIReader:
     def _read_files(self, files, nranks, layout, what, opts):
         p = TIParser(nranks, **_parser_opts(opts))
         for f in files:
-            _feed_text(p, [read_text(f)], str(f))
+            _feed_text(p, [read_source(f)], str(f))
         w = p.finish(what)
         w.meta["layout"] = layout
         w.meta["source"] = what
@@ -282,27 +307,30 @@ class TIReader:
 
 
 def _feed_text(p: TIParser, box, fname: str) -> None:
-    """Feed one file's text (``box``: the text, or a list holding it, taken from it) to
-    the parser: vectorised when large (same records, errors).
+    """Feed one file's contents (``box``: :func:`read_source`'s bytes or text, or a list
+    holding them, taken from it) to the parser: vectorised when large (same records,
+    errors).
 
-    The vectorised path reads the text's ASCII bytes; the text is let go before the
-    records are made (a caller holding it kept two copies of the trace under the parse's
-    columns: ~19 bytes per record of the read's peak)."""
+    The vectorised path reads ASCII bytes; the contents are let go before the records are
+    made (a caller holding them kept two copies of the trace under the parse's columns:
+    ~19 bytes per record of the read's peak)."""
     text = box.pop() if isinstance(box, list) else box
-    data = ti_fast.to_bytes(text) if ti_fast.usable(text) else None
-    if data is None:
+    fast = ti_fast.fast_input(text) if ti_fast.usable(text) else None
+    if fast is None:
+        text = as_text(text)
         p.feed(text.splitlines(), fname, untagged=looks_untagged(text))
     else:
         del text
-        ti_fast.feed(p, data, fname, ti_fast.untagged(data), ti_fast.LazyLines(data))
+        data, untagged = fast
+        ti_fast.feed(p, data, fname, untagged, ti_fast.LazyLines(data))
 
 
-def _text_head(text: str, n: int = 2000) -> tuple[list[str], bool]:
-    """The first ``n`` lines of ``text`` (all when fewer) without splitting all of it, and
-    whether they are all its lines."""
+def _text_head(text: bytes | str, n: int = 2000) -> tuple[list[str], bool]:
+    """The first ``n`` lines of ``text`` (:func:`read_source`'s; all when fewer) without
+    splitting all of it, and whether they are all its lines."""
     size = 1 << 16
     while True:
-        lines = text[:size].splitlines()
+        lines = as_text(text[:size]).splitlines()
         if size >= len(text):
             return lines, True
         if len(lines) > n:

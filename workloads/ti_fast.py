@@ -34,6 +34,9 @@ _BIG_FLOPS = 9.0e18          # TIParser's bound on compute flops
 _MAX_COUNT = float(1 << 53)  # TIParser's bound on element counts
 _I31 = 1 << 31
 _NOT_UPPER = bytes(c for c in range(256) if not 65 <= c <= 90)
+#: capital letters but E (every old-syntax marker has one), and the allowed bytes but them
+_UPPER = bytes(c for c in range(65, 91) if c != 69)
+_ALLOWED_NOT_UPPER = bytes(c for c in _ALLOWED if c not in _UPPER)
 _FLOAT_CHARS = np.zeros(256, bool)
 _FLOAT_CHARS[np.frombuffer(b"0123456789.eE+-", np.uint8)] = True
 
@@ -56,23 +59,41 @@ def untagged(data: bytes) -> bool:
     return any(m.encode() in data for m in OLD_MARKERS)
 
 
-def usable(text: str) -> bool:
+def usable(text: str | bytes) -> bool:
     """True when ``text`` is large enough for the fast path to pay off."""
     return len(text) >= FAST_MIN_BYTES
 
 
-def to_bytes(text: str) -> bytes | None:
+def to_bytes(text: str | bytes) -> bytes | None:
     """``text`` as bytes for the fast path, or None when the line parser must read it."""
-    if not text.isascii():
-        return None
-    data = text.encode("ascii")
+    got = fast_input(text)
+    return None if got is None else got[0]
+
+
+def fast_input(text: str | bytes) -> tuple[bytes, bool] | None:
+    """``text`` (or its bytes) as bytes for the fast path and :func:`untagged` of them, or
+    None when the line parser must read it.
+
+    One ``translate`` pass finds both the bytes the fast path does not handle and the
+    capital letters that may start an old-syntax marker (a trace without either, the
+    usual case, is not scanned again)."""
+    if isinstance(text, str):
+        if not text.isascii():
+            return None
+        data = text.encode("ascii")
+    else:
+        if not text.isascii():
+            return None
+        data = text
     if b"\r" in data:
         if data.count(b"\r") != data.count(b"\r\n"):
             return None            # a lone \r is a line break for splitlines()
         data = data.replace(b"\r\n", b"\n")
-    if data.translate(None, _ALLOWED):
+    rest = data.translate(None, _ALLOWED_NOT_UPPER)
+    if rest and rest.translate(None, _UPPER):
         return None                # control bytes: str.split()/splitlines() rules differ
-    return data
+    from ccmod.workloads.ti_parse import OLD_MARKERS
+    return data, bool(rest) and any(m.encode() in data for m in OLD_MARKERS)
 
 
 def blocks(data: bytes, size: int = BLOCK_BYTES):
