@@ -1,9 +1,11 @@
 """The TI reader's compiled steps (numba, cached; plain Python under NUMBA_DISABLE_JIT=1).
 
 * :func:`scan_lines`: one pass over a block of lines making the records of the
-  well-formed compute/send/recv lines (:mod:`ccmod.workloads.ti_scan` drives it);
+  well-formed compute/send/recv lines (:mod:`ccmod.workloads.ti_scan` drives it), the
+  common lines read 8 bytes at a time (:func:`_lead_digits`);
 * :func:`exact_floats`: decimal tokens to doubles where the result is sure to be
-  ``float``'s (Clinger's fast path, Eisel-Lemire);
+  ``float``'s (Clinger's fast path, Eisel-Lemire: :func:`_to_double`, which the scan
+  also runs on plain decimal flops);
 * :func:`token_bounds`, :func:`digit_values`: token bounds and digit strings for
   :mod:`ccmod.workloads.ti_fast`'s numpy tokeniser (kept for its tests; with numba's JIT
   on the scan reads the file, with it off the numpy versions run).
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros, viewer
 
 from ccmod.jit import numba_startup
 
@@ -90,9 +93,60 @@ _RECV = int.from_bytes(b"recv", "little")
 _INIT = int.from_bytes(b"init", "little")
 
 
+#: the 8 bytes of "compute " and (low 5 bytes) "send " / "recv " as little-endian uint64
+_COMPUTE_SP = np.uint64(int.from_bytes(b"compute ", "little"))
+_SEND_SP = np.uint64(int.from_bytes(b"send ", "little"))
+_RECV_SP = np.uint64(int.from_bytes(b"recv ", "little"))
+_LOW40 = np.uint64((1 << 40) - 1)
+#: the scan's own line reader needs this many bytes from a line's start (see scan_lines)
+FAST_REACH = 64
+_P10 = np.array([10 ** i for i in range(19)], np.int64)
+_ZEROS8 = np.uint64(0x3030303030303030)     # "00000000"
+_HIGH4 = np.uint64(0xF0F0F0F0F0F0F0F0)
+_SIX8 = np.uint64(0x0606060606060606)
+_M8 = np.uint64(0x00FF00FF00FF00FF)
+_M16 = np.uint64(0x0000FFFF0000FFFF)
+_M32 = np.uint64(0xFFFFFFFF)
+_U0, _U1, _U3, _U8, _U9, _U16, _U32, _U52, _U63, _U64 = (
+    np.uint64(x) for x in (0, 1, 3, 8, 9, 16, 32, 52, 63, 64))
+_U10, _U100, _U10000, _BYTE = (np.uint64(x) for x in (10, 100, 10000, 255))
+
+
+@njit(inline="always")
+def _lead_digits(x):
+    """``(value, count)`` (int64) of the ASCII digits that start ``x``, 8 bytes of text
+    read as a little-endian uint64 (the first byte lowest); count 0..8, value 0 for none.
+
+    A byte is a digit when its high nibble is 3 and adding 6 leaves it 3 (``x + 6`` per
+    byte carries into the next byte only from a byte >= 0xFA, itself a non-digit, so the
+    first non-digit is always found); the digits, shifted to the top bytes (the zeros
+    below are leading zeros), are summed pairwise: 2, 4, then 8 digits at once."""
+    bad = ((x & _HIGH4) ^ _ZEROS8) | (((x + _SIX8) & _HIGH4) ^ _ZEROS8)
+    nd = trailing_zeros(bad) >> _U3     # no non-digit: 64 -> 8
+    # the first nd bytes are digits: subtracting '0' borrows only above them
+    y = (x - _ZEROS8) << ((_U64 - (nd << _U3)) & _U63)
+    y = (y * _U10 + (y >> _U8)) & _M8
+    y = (y * _U100 + (y >> _U16)) & _M16
+    y = (y * _U10000 + (y >> _U32)) & _M32
+    return (np.int64(y) if nd != _U0 else 0), np.int64(nd)
+
+
+@njit(inline="always")
+def _byte(x, k):
+    """Byte ``k`` (0..7, int64) of the little-endian uint64 ``x``, as int64."""
+    return np.int64((x >> (np.uint64(k) << _U3)) & _BYTE)
+
+
+@njit(inline="always")
+def _as_double(bits):
+    """The double whose IEEE-754 bits are the uint64 ``bits``."""
+    return viewer(bits, np.float64)
+
+
 @njit(cache=True)
 def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed, elem_tab,
-               seen, dt_elem, state, rec, rec32, dur, base, side, tok, tokb):
+               seen, dt_elem, state, rec, rec32, dur, base, side, tok, tokb, u64, pow10, t_hi,
+               t_lo):
     """Read the TI lines of ``buf`` from byte ``state[ST_POS]`` until a line starts at or
     after ``stop`` (see :mod:`ccmod.workloads.ti_scan` for the rules and outputs).
 
@@ -109,9 +163,19 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
     function from the cache import ``numba.np.arrayobj`` (its environment is pickled with
     the function's): ~30 ms of each read.
 
-    One flat loop without helper calls: a call taking arrays costs reference counting
-    per line (measured: 4x the whole pass); few array arguments: each adds to the
-    first run's compile time.
+    The common lines, ``<rank> compute <flops>`` and tagged ``<rank> send|recv <peer>
+    <tag> <count>`` with single spaces, plain digits and a newline, are read first 8
+    bytes at a time (``u64``: ``buf`` seen as the uint64 starting at each byte, the
+    lines starting :data:`FAST_REACH` bytes or more before its end): a plain decimal
+    flops (``49164.562032632326``, <= 18 digits) is converted here with
+    :func:`_to_double` (``pow10``, ``t_hi``, ``t_lo``: :func:`exact_floats`'), left to
+    the caller only when undecided. A line that is not of these shapes, exactly, goes
+    to the token reader, which handles every line.
+
+    One flat loop without helper calls but inlined ones (scalars): a call taking arrays
+    costs reference counting per line (measured: 4x the whole pass); few array
+    arguments: each adds to the first run's compile time. Unsigned indices: numba then
+    tests no negative index.
     """
     n = buf.shape[0]
     pos, line = state[ST_POS], state[ST_LINE]
@@ -123,11 +187,102 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
     td, tneg = tokb[0], tokb[1]
     status = SCAN_DONE
     bad = False
+    reach = n - FAST_REACH          # lines starting at or before: no bounds test to read
+    fast_stop = min(stop, reach + 1)
+    rec_room, side_room = rec.shape[1] - base, side.shape[1]
+    ntab = elem_tab.shape[0]
+    r_line, r_nb = rec[R_LINE], rec[R_NB]
+    r_rank, r_op, r_peer, r_tag = rec32[R32_RANK], rec32[R32_OP], rec32[R32_PEER], rec32[R32_TAG]
     while pos < stop:
         if not bad and (base + nrec >= rec.shape[1] or max(nslow, npend, nnew, ninb)
                         >= side.shape[1]):
             status = SCAN_FULL
             break
+        if pos <= reach and not bad:
+            # the common shapes, 8 bytes at a time, line after line; any doubt: the
+            # token reader below reads the line
+            fast = True
+            while fast:
+                x = u64[np.uint64(pos)]
+                r, nr = _lead_digits(x)
+                op = -1
+                flops = 0.0
+                peer = tag = nb = 0
+                pend_s = -1
+                i = pos + nr + 1
+                if 1 <= nr <= 7 and _byte(x, nr) == 32 and r < rank_limit and r < ntab:
+                    act = u64[np.uint64(i)]
+                    if act == _COMPUTE_SP:
+                        # <flops>: digits [. digits], <= 18 of them; then the newline
+                        i += 8
+                        a = i
+                        v, nd = _lead_digits(u64[np.uint64(i)])
+                        if nd == 8:
+                            v2, nd2 = _lead_digits(u64[np.uint64(i + 8)])
+                            v, nd = v * _P10[nd2] + v2, 8 + nd2
+                        i += nd
+                        c = buf[np.uint64(i)]
+                        if c == 10 and 1 <= nd <= 15:
+                            flops, op = float(v) * inv_rate, _OP_COMPUTE
+                        elif c == 46 and nd <= 15:
+                            i += 1
+                            f, nf = _lead_digits(u64[np.uint64(i)])
+                            if nf == 8:
+                                f2, nf2 = _lead_digits(u64[np.uint64(i + 8)])
+                                f, nf = f * _P10[nf2] + f2, 8 + nf2
+                            i += nf
+                            if buf[np.uint64(i)] == 10 and nf <= 15 and 1 <= nd + nf <= 18:
+                                op = _OP_COMPUTE
+                                val, sure = _to_double(v * _P10[nf] + f, -nf, pow10, t_hi, t_lo)
+                                if sure:
+                                    flops = val * inv_rate
+                                else:
+                                    pend_s = a      # the caller's general conversion
+                    elif (act & _LOW40 == _SEND_SP or act & _LOW40 == _RECV_SP) and not untagged:
+                        # <peer> <tag> <count>: digits (<= 7, 7, 15); then the newline
+                        i += 5
+                        x = u64[np.uint64(i)]
+                        peer, n1 = _lead_digits(x)
+                        if 1 <= n1 <= 7 and _byte(x, n1) == 32:
+                            i += n1 + 1
+                            x = u64[np.uint64(i)]
+                            tag, n2 = _lead_digits(x)
+                            if 1 <= n2 <= 7 and _byte(x, n2) == 32:
+                                i += n2 + 1
+                                v, nd = _lead_digits(u64[np.uint64(i)])
+                                if nd == 8:
+                                    v2, nd2 = _lead_digits(u64[np.uint64(i + 8)])
+                                    v, nd = v * _P10[nd2] + v2, 8 + nd2
+                                i += nd
+                                if buf[np.uint64(i)] == 10 and 1 <= nd <= 15:
+                                    nb = int(float(v) * elem_tab[np.uint64(r)] + 0.5)
+                                    op = _OP_SEND if act & _LOW40 == _SEND_SP else _OP_RECV
+                if op >= 0:
+                    line += 1
+                    if seen[np.uint64(r)] == 0:
+                        seen[np.uint64(r)] = 1
+                        side[S_NEW_RANK, nnew] = r
+                        side[S_NEW_LINE, nnew] = line
+                        nnew += 1
+                    j = np.uint64(base + nrec)
+                    r_line[j], r_rank[j], r_op[j] = line, r, op
+                    if op == _OP_COMPUTE:
+                        r_peer[j], r_tag[j], r_nb[j], dur[j] = -1, 0, 0, flops
+                        if pend_s >= 0:
+                            side[S_PEND_REC, npend] = nrec
+                            side[S_PEND_S, npend], side[S_PEND_E, npend] = pend_s, i
+                            npend += 1
+                    else:
+                        r_peer[j], r_tag[j], r_nb[j], dur[j] = peer, tag, nb, 0.0
+                    nrec += 1
+                    pos = i + 1
+                    # (nslow and ninb do not change here: the loop's test held for them)
+                    if pos >= fast_stop or nrec >= rec_room or max(npend, nnew) >= side_room:
+                        break
+                else:
+                    fast = False
+            if fast:
+                continue            # (the loop's tests again)
         # tokens (space / tab separated; '#' starts a comment), read byte by byte once
         k = 0
         code = 0
@@ -288,8 +443,6 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
 
 
 _MAX64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-_M32 = np.uint64(0xFFFFFFFF)
-_U0, _U1, _U3, _U9, _U32, _U52, _U63 = (np.uint64(x) for x in (0, 1, 3, 9, 32, 52, 63))
 _TOP, _B52, _B53 = np.uint64(1 << 63), np.uint64(1 << 52), np.uint64(1 << 53)
 _LOW9 = np.uint64(0x1FF)
 
@@ -323,20 +476,66 @@ def _mul128(a, b):
     return p3 + (p1 >> _U32) + (p2 >> _U32) + (mid >> _U32), (p0 & _M32) | (mid << _U32)
 
 
-@njit(cache=True)
-def exact_floats(buf, s, e, pow10, t_hi, t_lo, val, val_bits, ok):
-    """``float(token)`` of tokens ``buf[s[i]:e[i]]`` written as plain decimals
-    ``d[.d][e[+-]d]`` (no sign first) with at most 18 significant digits (an integer m,
-    times 10^p), where the result is sure to be ``float``'s (``ok[i]``; False for every
-    other token, left to the caller's general conversion):
+@njit(inline="always")
+def _to_double(m, p, pow10, t_hi, t_lo):
+    """``(m * 10^p as a double, sure)``: the correctly rounded value of the decimal m (an
+    int64, 0 <= m < 10^18) times 10^p, where it is sure to be ``float``'s (``sure``; the
+    value is 0.0 otherwise, left to the caller's general conversion):
 
     * Clinger's fast path: m <= 2^53 and |p| <= 22 (``pow10``: 1e0..1e22, exact doubles):
       m * 10^p or m / 10^-p is one correctly rounded operation on exact operands;
     * else the Eisel-Lemire algorithm (``t_hi``/``t_lo``: :func:`pow5_table`): m times
       the 128-bit 5^p, rounded to 53 bits when the truncated product decides the
-      rounding; undecided cases (near halfway, subnormal, overflow) are not ok.
+      rounding; undecided cases (near halfway, subnormal, overflow) are not sure.
 
-    ``val_bits`` is ``val`` seen as uint64 (where Eisel-Lemire writes the double's bits).
+    Inlined (numba IR) into :func:`exact_floats` and :func:`scan_lines`: one algorithm."""
+    good = True
+    v = 0.0
+    if m == 0:
+        v = 0.0
+    elif m <= 9007199254740992 and -22 <= p <= 22:
+        v = float(m) * pow10[p] if p >= 0 else float(m) / pow10[-p]
+    elif -342 <= p <= 308:
+        # Eisel-Lemire: normalise m, multiply by the 128-bit 5^p
+        w = np.uint64(m)
+        lz = 0
+        while w & _TOP == _U0:
+            w = w << _U1
+            lz += 1
+        hi, lo = _mul128(w, t_hi[p + 342])
+        if hi & _LOW9 == _LOW9:         # the low bits may carry: 64 bits more
+            yhi, _ = _mul128(w, t_lo[p + 342])
+            if lo > _MAX64 - yhi:
+                lo = lo - (_MAX64 - yhi) - _U1
+                hi = hi + _U1
+            else:
+                lo = lo + yhi
+            if lo == _MAX64 and not -27 <= p <= 55:
+                good = False
+        msb = hi >> _U63
+        mant = hi >> (msb + _U9)
+        e2 = ((217706 * p) >> 16) + 63 + 1023 + int(msb) - lz
+        if lo <= _U1 and mant & _U3 == _U1:
+            good = False                # maybe halfway between two doubles
+        mant = (mant + (mant & _U1)) >> _U1
+        if mant >= _B53:
+            mant = _B52
+            e2 += 1
+        if e2 <= 0 or e2 >= 0x7FF:
+            good = False                # subnormal or overflow
+        if good:
+            v = _as_double((np.uint64(e2) << _U52) | (mant & (_B52 - _U1)))
+    else:
+        good = False
+    return v, good
+
+
+@njit(cache=True)
+def exact_floats(buf, s, e, pow10, t_hi, t_lo, val, ok):
+    """``float(token)`` of tokens ``buf[s[i]:e[i]]`` written as plain decimals
+    ``d[.d][e[+-]d]`` (no sign first) with at most 18 significant digits (an integer m,
+    times 10^p), where the result is sure to be ``float``'s (``ok[i]``; False for every
+    other token, left to the caller's general conversion): :func:`_to_double`.
     """
     for i in range(s.shape[0]):
         a, b = s[i], e[i]
@@ -386,45 +585,7 @@ def exact_floats(buf, s, e, pow10, t_hi, t_lo, val, val_bits, ok):
         if j != b or not seen:
             good = False
         v = 0.0
-        bits = _U0
         if good:
-            if m == 0:
-                v = 0.0
-            elif m <= 9007199254740992 and -22 <= p <= 22:
-                v = float(m) * pow10[p] if p >= 0 else float(m) / pow10[-p]
-            elif -342 <= p <= 308:
-                # Eisel-Lemire: normalise m, multiply by the 128-bit 5^p
-                w = np.uint64(m)
-                lz = 0
-                while w & _TOP == _U0:
-                    w = w << _U1
-                    lz += 1
-                hi, lo = _mul128(w, t_hi[p + 342])
-                if hi & _LOW9 == _LOW9:         # the low bits may carry: 64 bits more
-                    yhi, _ = _mul128(w, t_lo[p + 342])
-                    if lo > _MAX64 - yhi:
-                        lo = lo - (_MAX64 - yhi) - _U1
-                        hi = hi + _U1
-                    else:
-                        lo = lo + yhi
-                    if lo == _MAX64 and not -27 <= p <= 55:
-                        good = False
-                msb = hi >> _U63
-                mant = hi >> (msb + _U9)
-                e2 = ((217706 * p) >> 16) + 63 + 1023 + int(msb) - lz
-                if lo <= _U1 and mant & _U3 == _U1:
-                    good = False                # maybe halfway between two doubles
-                mant = (mant + (mant & _U1)) >> _U1
-                if mant >= _B53:
-                    mant = _B52
-                    e2 += 1
-                if e2 <= 0 or e2 >= 0x7FF:
-                    good = False                # subnormal or overflow
-                if good:
-                    bits = (np.uint64(e2) << _U52) | (mant & (_B52 - _U1))
-            else:
-                good = False
+            v, good = _to_double(m, p, pow10, t_hi, t_lo)
         val[i] = v
-        if bits != _U0:
-            val_bits[i] = bits
         ok[i] = good

@@ -10,11 +10,14 @@ the line parser, :class:`~workloads.ti_parse.TIParser`):
 * a line whose meaning does not depend on parser state, ``compute`` and ``send``/``recv``
   with well-formed fields (digit strings for ranks, peers and tags; counts and flops that
   are digit strings of at most 15 digits, exact in a double), becomes a record here;
-* a count or flops field that is another number (``1e6``, ``2.5``) is converted after the
-  pass: compiled when it is sure to be ``float``'s (Clinger's fast path, else the
-  Eisel-Lemire algorithm: :func:`~ccmod.workloads.ti_compiled.exact_floats`), else by
-  :func:`ti_fast.float_tokens` (numpy's correctly rounding cast); both equal ``float``.
-  A field that is not a number sends its line to the line parser;
+* a flops field written as a plain decimal (``49164.562032632326``: digits, a point,
+  digits, <= 18 of them) is converted in the pass where the result is sure to be
+  ``float``'s (Clinger's fast path, else the Eisel-Lemire algorithm:
+  :func:`~ccmod.workloads.ti_compiled.exact_floats`' own code); any other number in a
+  count or flops field (``1e6``, ``2.5``, an undecided decimal) is converted after the
+  pass: by ``exact_floats`` where it is sure, else by :func:`ti_fast.float_tokens`
+  (numpy's correctly rounding cast); all equal ``float``. A field that is not a number
+  sends its line to the line parser;
 * every other non-empty line (requests, waits, collectives, ``init`` ...) and every line
   this module is not sure about goes through the line parser, in file order, after the
   block's fast lines (which touch no parser state but the rank facts below), so records,
@@ -130,6 +133,9 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
     elem, seen = _tables(p)
     dt_elem = _dt_elem()
     state = np.zeros(8, np.int64)
+    # the 8 bytes from each position as one little-endian uint64 (unaligned loads)
+    u64 = np.ndarray((max(n - 7, 0),), "<u8", buffer=data, strides=(1,))
+    pow5 = _pow5()
     pos, line0 = 0, 0
     while pos < n:
         if base + block_rows > rows:
@@ -144,7 +150,7 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
             status = tc.scan_lines(
                 buf, stop, untagged, limit, MAX_TABLE, p.inv_rate, p.elem_bytes is not None,
                 elem, seen, dt_elem, state, *cols, base, side, np.zeros((3, 6), np.int64),
-                np.zeros((2, 6), np.bool_))
+                np.zeros((2, 6), np.bool_), u64, _POW10, *pow5)
             if status != tc.SCAN_TABLE:
                 break
             elem, seen = _grow(p, elem, seen, int(state[tc.ST_ARG]))
@@ -182,7 +188,7 @@ def _flush(p, data, buf, fname, fid, untagged, all_lines, cols, base, side, stat
         pend_s = side[tc.S_PEND_S, :npend]
         pend_e = side[tc.S_PEND_E, :npend]
         vals, ok = np.empty(npend, np.float64), np.empty(npend, np.bool_)
-        tc.exact_floats(buf, pend_s, pend_e, _POW10, *_pow5(), vals, vals.view(np.uint64), ok)
+        tc.exact_floats(buf, pend_s, pend_e, _POW10, *_pow5(), vals, ok)
         rest = np.flatnonzero(~ok)
         if rest.size:                   # others: the correctly rounding cast
             vals[rest], ok[rest] = float_tokens(buf, pend_s[rest], pend_e[rest])
