@@ -372,3 +372,27 @@ def test_lead_digits_swar():
         want = min(want, 8)
         v, nd = f(np.uint64(int.from_bytes(b, "little")))
         assert (v, nd) == (int(b[:want]) if want else 0, want), b
+
+
+def test_count_lines():
+    for text in (b"", b"\n", b"a", b"a\n", b"a\nb", b"\n\n", b"0 compute 1\n" * 100000 + b"x"):
+        buf = np.frombuffer(text, np.uint8)
+        assert ti_scan._count_lines(buf) == len(text.decode().splitlines())
+
+
+@needs_jit
+def test_columns_sized_by_lines(monkeypatch):
+    # one set of columns for the whole file (its lines bound its records), pages mapped at
+    # once, however small the blocks; the same records
+    made = []
+    real = ti_scan._fresh
+    monkeypatch.setattr(ti_scan, "_fresh", lambda shape, dtype, populate=False:
+                        made.append((shape, populate)) or real(shape, dtype, populate))
+    monkeypatch.setattr(ti_fast, "BLOCK_BYTES", 300)
+    rng = random.Random(5)
+    for end in ("", "\n"):
+        made.clear()
+        text = "\n".join(_clean_line(rng, 3, []) for _ in range(3000)) + end
+        assert _same([text], nranks=3)[0] in ("ok", "error")
+        cols = [shape for shape, populate in made if populate]
+        assert cols == [(2, 3001), (4, 3001), 3001]
