@@ -396,3 +396,18 @@ def test_columns_sized_by_lines(monkeypatch):
         assert _same([text], nranks=3)[0] in ("ok", "error")
         cols = [shape for shape, populate in made if populate]
         assert cols == [(2, 3001), (4, 3001), 3001]
+
+
+@needs_jit
+def test_intrinsic_stand_ins():
+    # the plain Python stand-ins NUMBA_DISABLE_JIT=1 uses give what numba's intrinsics do
+    from numba import njit
+    tc = ti_compiled
+    both = njit(lambda x: (tc.trailing_zeros(x), tc.leading_zeros(x), tc.viewer(x, np.float64)))
+    rng = random.Random(2)
+    xs = [0, 1, 2 ** 63, 2 ** 64 - 1] + [rng.getrandbits(rng.randint(1, 64)) for _ in range(200)]
+    for x in xs:
+        x = np.uint64(x)
+        tz, lz, v = both(x)
+        assert (tz, lz) == (tc._py_trailing_zeros(x), tc._py_leading_zeros(x))
+        assert np.float64(v).tobytes() == tc._py_viewer(x, np.float64).tobytes()

@@ -14,11 +14,30 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import trailing_zeros, viewer
 
-from ccmod.jit import numba_startup
+from ccmod.jit import jit_enabled, numba_startup
 
 numba_startup()
+
+
+# numba's intrinsics are not callable as Python: stand-ins for NUMBA_DISABLE_JIT=1 (under
+# which only exact_floats runs, in tests; the reader takes ti_fast's numpy path)
+def _py_trailing_zeros(x):
+    return np.uint64((int(x) & -int(x)).bit_length() - 1 if x else 64)
+
+
+def _py_leading_zeros(x):
+    return np.uint64(64 - int(x).bit_length())
+
+
+def _py_viewer(x, ty):
+    return np.array(x, np.uint64).view(ty)[()]
+
+
+if jit_enabled():
+    from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros, viewer
+else:
+    leading_zeros, trailing_zeros, viewer = _py_leading_zeros, _py_trailing_zeros, _py_viewer
 
 
 @njit(cache=True)
@@ -94,19 +113,15 @@ _INIT = int.from_bytes(b"init", "little")
 
 
 #: the 8 bytes of "compute " and (low 5 bytes) "send " / "recv " as little-endian uint64
-_COMPUTE_SP = np.uint64(int.from_bytes(b"compute ", "little"))
-_SEND_SP = np.uint64(int.from_bytes(b"send ", "little"))
-_RECV_SP = np.uint64(int.from_bytes(b"recv ", "little"))
+_COMPUTE_SP, _SEND_SP, _RECV_SP = (np.uint64(int.from_bytes(w, "little"))
+                                   for w in (b"compute ", b"send ", b"recv "))
 _LOW40 = np.uint64((1 << 40) - 1)
 #: the scan's own line reader needs this many bytes from a line's start (see scan_lines)
 FAST_REACH = 64
 _P10 = np.array([10 ** i for i in range(19)], np.int64)
-_ZEROS8 = np.uint64(0x3030303030303030)     # "00000000"
-_HIGH4 = np.uint64(0xF0F0F0F0F0F0F0F0)
-_SIX8 = np.uint64(0x0606060606060606)
-_M8 = np.uint64(0x00FF00FF00FF00FF)
-_M16 = np.uint64(0x0000FFFF0000FFFF)
-_M32 = np.uint64(0xFFFFFFFF)
+_ZEROS8, _HIGH4, _SIX8 = (np.uint64(x) for x in (0x3030303030303030,   # "00000000"
+                                                   0xF0F0F0F0F0F0F0F0, 0x0606060606060606))
+_M8, _M16, _M32 = (np.uint64(x) for x in (0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF, 0xFFFFFFFF))
 _U0, _U1, _U3, _U8, _U9, _U16, _U32, _U52, _U63, _U64 = (
     np.uint64(x) for x in (0, 1, 3, 8, 9, 16, 32, 52, 63, 64))
 _U10, _U100, _U10000, _BYTE = (np.uint64(x) for x in (10, 100, 10000, 255))
@@ -117,10 +132,9 @@ def _lead_digits(x):
     """``(value, count)`` (int64) of the ASCII digits that start ``x``, 8 bytes of text
     read as a little-endian uint64 (the first byte lowest); count 0..8, value 0 for none.
 
-    A byte is a digit when its high nibble is 3 and adding 6 leaves it 3 (``x + 6`` per
-    byte carries into the next byte only from a byte >= 0xFA, itself a non-digit, so the
-    first non-digit is always found); the digits, shifted to the top bytes (the zeros
-    below are leading zeros), are summed pairwise: 2, 4, then 8 digits at once."""
+    A digit byte's high nibble is 3, and stays 3 plus 6 (a carry into the next byte comes
+    only from a non-digit >= 0xFA: the first non-digit is found); the digits, shifted to
+    the top bytes (leading zeros below), are summed 2, 4, then 8 at once."""
     bad = ((x & _HIGH4) ^ _ZEROS8) | (((x + _SIX8) & _HIGH4) ^ _ZEROS8)
     nd = trailing_zeros(bad) >> _U3     # no non-digit: 64 -> 8
     # the first nd bytes are digits: subtracting '0' borrows only above them
@@ -163,14 +177,11 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
     function from the cache import ``numba.np.arrayobj`` (its environment is pickled with
     the function's): ~30 ms of each read.
 
-    The common lines, ``<rank> compute <flops>`` and tagged ``<rank> send|recv <peer>
-    <tag> <count>`` with single spaces, plain digits and a newline, are read first 8
-    bytes at a time (``u64``: ``buf`` seen as the uint64 starting at each byte, the
-    lines starting :data:`FAST_REACH` bytes or more before its end): a plain decimal
-    flops (``49164.562032632326``, <= 18 digits) is converted here with
-    :func:`_to_double` (``pow10``, ``t_hi``, ``t_lo``: :func:`exact_floats`'), left to
-    the caller only when undecided. A line that is not of these shapes, exactly, goes
-    to the token reader, which handles every line.
+    The common lines (``<rank> compute <flops>``, tagged ``<rank> send|recv <peer> <tag>
+    <count>``; single spaces, plain numbers, a newline) are read 8 bytes at a time
+    (``u64``: ``buf`` seen as the uint64 at each byte; lines >= :data:`FAST_REACH` bytes
+    from its end), plain decimal flops converted by :func:`_to_double` (``pow10``,
+    ``t_hi``, ``t_lo``: :func:`exact_floats`'); any other line: the token reader.
 
     One flat loop without helper calls but inlined ones (scalars): a call taking arrays
     costs reference counting per line (measured: 4x the whole pass); few array
@@ -488,7 +499,7 @@ def _to_double(m, p, pow10, t_hi, t_lo):
       the 128-bit 5^p, rounded to 53 bits when the truncated product decides the
       rounding; undecided cases (near halfway, subnormal, overflow) are not sure.
 
-    Inlined (numba IR) into :func:`exact_floats` and :func:`scan_lines`: one algorithm."""
+    Inlined (numba IR) in :func:`exact_floats` and :func:`scan_lines` alike."""
     good = True
     v = 0.0
     if m == 0:
@@ -498,10 +509,8 @@ def _to_double(m, p, pow10, t_hi, t_lo):
     elif -342 <= p <= 308:
         # Eisel-Lemire: normalise m, multiply by the 128-bit 5^p
         w = np.uint64(m)
-        lz = 0
-        while w & _TOP == _U0:
-            w = w << _U1
-            lz += 1
+        lz = np.int64(leading_zeros(w))     # (m > 0)
+        w = w << np.uint64(lz)
         hi, lo = _mul128(w, t_hi[p + 342])
         if hi & _LOW9 == _LOW9:         # the low bits may carry: 64 bits more
             yhi, _ = _mul128(w, t_lo[p + 342])
