@@ -97,10 +97,10 @@ SCAN_BADRANK = 3    # a rank field this pass does not read: the block is the lin
 #: indices of scan_lines' ``state`` array
 ST_POS, ST_LINE, ST_NREC, ST_NSLOW, ST_NPEND, ST_NNEW, ST_NINB, ST_ARG = range(8)
 #: rows of scan_lines' ``rec`` and ``rec32`` (records' integer columns, in the Workload's
-#: widths but op) and ``side`` (per-block lists: lines for the line parser, numbers left
-#: to convert, new ranks, byte-count datatypes)
+#: widths; ``ops`` the op column) and ``side`` (per-block lists: lines for the line
+#: parser, numbers left to convert, new ranks, byte-count datatypes)
 R_LINE, R_NB = range(2)
-R32_RANK, R32_OP, R32_PEER, R32_TAG = range(4)
+R32_RANK, R32_PEER, R32_TAG = range(3)
 (S_SLOW_LINE, S_SLOW_S, S_SLOW_E, S_PEND_REC, S_PEND_S, S_PEND_E, S_NEW_RANK, S_NEW_LINE,
  S_INB_REC, S_INB_S, S_INB_E) = range(11)
 _OP_COMPUTE, _OP_SEND, _OP_RECV = 0, 1, 2   # checked against workloads.base in ti_scan
@@ -159,14 +159,14 @@ def _as_double(bits):
 
 @njit(cache=True)
 def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed, elem_tab,
-               seen, dt_elem, state, rec, rec32, dur, base, side, tok, tokb, u64, pow10, t_hi,
-               t_lo):
+               seen, dt_elem, state, rec, rec32, ops, dur, base, side, tok, tokb, u64, pow10,
+               t_hi, t_lo):
     """Read the TI lines of ``buf`` from byte ``state[ST_POS]`` until a line starts at or
     after ``stop`` (see :mod:`ccmod.workloads.ti_scan` for the rules and outputs).
 
     Well-formed ``compute``/``send``/``recv`` lines become records (columns ``rec[R_*]``,
-    ``rec32[R32_*]`` and ``dur`` from index ``base`` on, in line order, 1-based line numbers; a count or
-    flops field that is not a digit string of <= 15 digits is left in the ``S_PEND_*``
+    ``rec32[R32_*]``, ``ops`` and ``dur`` from index ``base`` on, in line order, 1-based
+    line numbers; a count or flops field that is not a digit string of <= 15 digits is left in the ``S_PEND_*``
     rows of ``side`` for the caller's correctly rounding conversion); every other
     non-empty line is listed in the ``S_SLOW_*`` rows for the line parser. ``init`` lines
     also update the rank's element size in ``elem_tab`` (unless ``elem_fixed``); ``seen``
@@ -203,7 +203,7 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
     rec_room, side_room = rec.shape[1] - base, side.shape[1]
     ntab = elem_tab.shape[0]
     r_line, r_nb = rec[R_LINE], rec[R_NB]
-    r_rank, r_op, r_peer, r_tag = rec32[R32_RANK], rec32[R32_OP], rec32[R32_PEER], rec32[R32_TAG]
+    r_rank, r_peer, r_tag = rec32[R32_RANK], rec32[R32_PEER], rec32[R32_TAG]
     while pos < stop:
         if not bad and (base + nrec >= rec.shape[1] or max(nslow, npend, nnew, ninb)
                         >= side.shape[1]):
@@ -276,7 +276,7 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
                         side[S_NEW_LINE, nnew] = line
                         nnew += 1
                     j = np.uint64(base + nrec)
-                    r_line[j], r_rank[j], r_op[j] = line, r, op
+                    r_line[j], r_rank[j], ops[j] = line, r, op
                     if op == _OP_COMPUTE:
                         r_peer[j], r_tag[j], r_nb[j], dur[j] = -1, 0, 0, flops
                         if pend_s >= 0:
@@ -368,7 +368,7 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
         if k >= 3 and L1 == 7 and code == _COMPUTE:
             # compute <flops>
             j = base + nrec
-            rec[R_LINE, j], rec32[R32_RANK, j], rec32[R32_OP, j] = line, r, _OP_COMPUTE
+            rec[R_LINE, j], rec32[R32_RANK, j], ops[j] = line, r, _OP_COMPUTE
             rec32[R32_PEER, j], rec32[R32_TAG, j], rec[R_NB, j] = -1, 0, 0
             if td[2] and not tneg[2] and te[2] - ts[2] <= 15:
                 dur[j] = float(tv[2]) * inv_rate
@@ -425,7 +425,7 @@ def scan_lines(buf, stop, untagged, rank_limit, max_table, inv_rate, elem_fixed,
             if ok:
                 j = base + nrec
                 rec[R_LINE, j], rec32[R32_RANK, j] = line, r
-                rec32[R32_OP, j] = _OP_SEND if is_send else _OP_RECV
+                ops[j] = _OP_SEND if is_send else _OP_RECV
                 rec32[R32_PEER, j], rec32[R32_TAG, j] = peer, tag
                 rec[R_NB, j], dur[j] = nb, 0.0
                 if pend:

@@ -46,7 +46,7 @@ COLUMN_ROWS = 1 << 22
 _POW10 = np.array([float(10 ** i) for i in range(23)])   # exact doubles
 #: the records' integer columns: rows of the scan's ``rec`` (int64) and ``rec32`` (int32)
 _COLS64 = ("line", "nbytes")
-_COLS32 = ("rank", "op", "peer", "tag")
+_COLS32 = ("rank", "peer", "tag")
 
 
 def _pow5():
@@ -157,7 +157,7 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
             rows = min(max(need, COLUMN_ROWS), (n - pos) // 8 + 2, left)
             cols = (_fresh((len(_COLS64), rows), np.int64, True),
                     _fresh((len(_COLS32), rows), np.int32, True),
-                    _fresh(rows, np.float64, True))
+                    _fresh(rows, np.int8, True), _fresh(rows, np.float64, True))
             base = 0
         state[:] = 0
         state[tc.ST_POS], state[tc.ST_LINE] = pos, line0
@@ -193,10 +193,10 @@ def _flush(p, data, buf, fname, fid, untagged, all_lines, cols, base, side, stat
     nrec, nslow, npend = (int(state[i]) for i in (tc.ST_NREC, tc.ST_NSLOW, tc.ST_NPEND))
     nnew, ninb = int(state[tc.ST_NNEW]), int(state[tc.ST_NINB])
     sl = slice(base, base + nrec)
-    rec, rec32, dur = cols
+    rec, rec32, ops, dur = cols
     block = {k: rec[i, sl] for i, k in enumerate(_COLS64)}
     block.update((k, rec32[i, sl]) for i, k in enumerate(_COLS32))
-    block["duration_s"] = dur[sl]
+    block["op"], block["duration_s"] = ops[sl], dur[sl]
     slow = list(zip(*(side[i, :nslow].tolist() for i in (tc.S_SLOW_LINE, tc.S_SLOW_S,
                                                          tc.S_SLOW_E))))
     keep = None
@@ -236,7 +236,7 @@ def _flush(p, data, buf, fname, fid, untagged, all_lines, cols, base, side, stat
                           zip(side[tc.S_INB_S, :ninb][sel].tolist(),
                               side[tc.S_INB_E, :ninb][sel].tolist()))
     kept = len(block["line"])
-    block["op"] = op = block["op"].astype(np.int8)
+    op = block["op"]
     # the scan's records are compute, send or recv (np.bincount: 9x the time of this)
     n_comp, n_send = (int(np.count_nonzero(op == k)) for k in (OP_COMPUTE, OP_SEND))
     counts = p.counts
