@@ -172,7 +172,7 @@ def test_the_reader_takes_the_fast_path_on_large_files(tmp_path, monkeypatch):
         assert w.meta == w2.meta
 
 
-@pytest.mark.parametrize("variant", ["crlf", "lone-cr", "mixed-eol", "non-ascii", "bom",
+@pytest.mark.parametrize("variant", ["plain", "crlf", "lone-cr", "mixed-eol", "non-ascii", "bom",
                                      "vtab", "nul", "bad-utf8", "old-syntax", "gzip"])
 def test_files_read_as_text_mode_reads_them(tmp_path, variant):
     # the reader takes a file's bytes (no decode for ASCII); the result -- records, meta or
@@ -296,3 +296,38 @@ def test_compiled_tokens_and_digits_equal_numpy(monkeypatch):
                     assert ok.tolist() == rok.tolist() and v[ok].tolist() == rv[rok].tolist()
             monkeypatch.undo()
     assert sum(ok.sum() for _, ok in ref_d) > 0      # some tokens were numbers
+
+
+def test_byte_census_flags_each_kind():
+    from ccmod.workloads import ti_bytes as tb
+    base = b"0 send 1 0 8\n0 compute 1e6\t# E is fine\n"
+    cases = {b"": (), b"\xc3\xa9": (tb.C_HIGH,), b"\x0b": (tb.C_CTRL,), b"\x7f": (tb.C_CTRL,),
+             b"\x1f": (tb.C_CTRL,), b"I": (tb.C_UPPER,), b"Z": (tb.C_UPPER,), b"E": (),
+             b"\r": (tb.C_CR,), b"\x00": (tb.C_NUL, tb.C_CTRL)}
+    for extra, want in cases.items():
+        for at in (0, 17, len(base)):          # the odd byte at the start, inside, at the end
+            data = base[:at] + extra + base[at:]
+            out = np.zeros(5, np.uint8)
+            tb.census(np.frombuffer(data * 9, np.uint8), out)
+            assert {i for i in range(5) if out[i]} == set(want), (extra, at)
+
+
+def test_large_ascii_files_are_read_into_a_mapping(tmp_path, monkeypatch):
+    # a large ASCII file comes as a MappedText and reads exactly as its plain bytes
+    from ccmod.jit import jit_enabled
+    from ccmod.workloads import ti, ti_bytes
+    if not jit_enabled():
+        pytest.skip("with numba's JIT off the file is read as plain bytes")
+    rng = random.Random(5)
+    path = tmp_path / "big.ti"
+    path.write_text("".join(f"0 send 1 0 {rng.randint(1, 99999)}\n1 recv 0 0 0\n"
+                            f"1 compute {rng.random() * 1e6!r}\n" for _ in range(5000)))
+    src = ti.read_source(path)
+    assert isinstance(src, ti_bytes.MappedText) and src[:] == path.read_bytes()
+    w = read_workload(path)
+    monkeypatch.setattr(ti, "_read_mapped", lambda f: None)
+    w2 = read_workload(path)
+    for k in COLS:
+        assert np.array_equal(getattr(w, k), getattr(w2, k)), k
+    with open(path, "rb", buffering=0) as f:       # a file shorter than its size said
+        assert ti_bytes.read_mapped(f, path.stat().st_size + 1) is None

@@ -37,15 +37,19 @@ def read_source(path: Path) -> bytes | str:
     and ``\r`` made ``\n``); every failure becomes CcmodInputError.
 
     An ASCII file is returned as its bytes (the fast reader's input: no decoding, no
-    re-encoding of megabytes), anything else as the decoded text; :func:`as_text` makes
-    either a ``str``.
+    re-encoding of megabytes; a large one as a
+    :class:`~ccmod.workloads.ti_bytes.MappedText`), anything else as the decoded text;
+    :func:`as_text` makes any of them a ``str``.
     """
     try:
         if path.suffix == ".gz":
             with open_gzip_bounded(path, "rb") as f:
                 data = f.read()
         else:
-            with open(path, "rb") as f:
+            with open(path, "rb", buffering=0) as f:
+                mapped = _read_mapped(f)
+                if mapped is not None:
+                    return mapped
                 data = f.read()
         if not data.isascii():
             text = data.decode("utf-8")
@@ -70,6 +74,24 @@ def read_source(path: Path) -> bytes | str:
     return data
 
 
+def _read_mapped(f):
+    """A large file's ASCII contents as a :class:`~ccmod.workloads.ti_bytes.MappedText`
+    (read into pages mapped at once, checked by one compiled pass), or None: then ``f``
+    is at its start, to be read plainly (small, not ASCII, ``\r`` or NUL bytes, numba's
+    JIT off, or a file that changed while read)."""
+    import os
+    from ccmod.jit import jit_enabled
+    size = os.fstat(f.fileno()).st_size
+    if size < ti_fast.FAST_MIN_BYTES or not jit_enabled():
+        return None
+    from ccmod.workloads import ti_bytes as tb
+    m = tb.read_mapped(f, size)
+    if m is None or m.counts[tb.C_HIGH] or m.counts[tb.C_CR] or m.counts[tb.C_NUL]:
+        f.seek(0)
+        return None
+    return m
+
+
 def _nul(path: Path) -> CcmodInputError:
     return CcmodInputError("not a text file (contains NUL bytes)", source=str(path),
                            hint="is this a binary trace? try --format")
@@ -77,7 +99,7 @@ def _nul(path: Path) -> CcmodInputError:
 
 def as_text(src: bytes | str) -> str:
     """:func:`read_source`'s contents as text."""
-    return src.decode("ascii") if isinstance(src, bytes) else src
+    return src if isinstance(src, str) else src[:].decode("ascii")
 
 
 def _head_lines(path: Path, nbytes: int = _HEAD_BYTES) -> list[str]:

@@ -81,6 +81,13 @@ def fast_input(text: str | bytes) -> tuple[bytes, bool] | None:
         if not text.isascii():
             return None
         data = text.encode("ascii")
+    elif not isinstance(text, bytes):          # ti_bytes.MappedText: ASCII, no \r or NUL
+        from ccmod.workloads.ti_bytes import C_CTRL, C_UPPER
+        from ccmod.workloads.ti_parse import OLD_MARKERS
+        if text.counts[C_CTRL]:
+            return None
+        return text, bool(text.counts[C_UPPER]) and any(
+            text.find(m.encode()) >= 0 for m in OLD_MARKERS)
     else:
         if not text.isascii():
             return None
@@ -295,7 +302,7 @@ class LazyLines:
 
     def __iter__(self):
         t = self.text
-        return iter((t.decode("ascii") if isinstance(t, bytes) else t).splitlines())
+        return iter((t if isinstance(t, str) else t[:].decode("ascii")).splitlines())
 
 
 def feed(p, data: bytes, fname: str, untagged: bool, all_lines) -> None:
