@@ -60,6 +60,8 @@ def read_mapped(f, size: int) -> MappedText | None:
     """The rest of open binary file ``f`` (``size`` bytes by its ``fstat``) in a
     :class:`MappedText` with its census, or None when the file did not hold exactly
     ``size`` bytes (it changed while read: the caller reads it the plain way)."""
+    if not hasattr(mmap, "MAP_ANONYMOUS"):      # not a POSIX mmap (Windows)
+        return None
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
     m = MappedText(-1, size, flags=flags)
     view = memoryview(m)
