@@ -411,3 +411,21 @@ def test_intrinsic_stand_ins():
         tz, lz, v = both(x)
         assert (tz, lz) == (tc._py_trailing_zeros(x), tc._py_leading_zeros(x))
         assert np.float64(v).tobytes() == tc._py_viewer(x, np.float64).tobytes()
+
+
+@needs_jit
+def test_few_pending_numbers_by_the_cast_alone(monkeypatch):
+    # a block with a few numbers left over (exponents, long or undecided decimals) converts
+    # them with numpy's cast only; with many, exact_floats first: the same records
+    calls = []
+    real = ti_compiled.exact_floats
+    monkeypatch.setattr(ti_compiled, "exact_floats", lambda *a: calls.append(len(a[1])) or real(*a))
+    short = ["3e4", "2.5E-3", "1e15", "1234567890123456789", "0.30000000000000004441",
+             ".5e1", "9007199254740993.0e0", "4.35e+06", "0" * 30 + "7.25"]
+    long = ["0" * 45 + "7", "0." + "0" * 40 + "5"]  # > 40 bytes: exact_floats' to read
+    for toks, want in ((short[:3], 0), (short[:2] + long[:1], 1), (short[:1] + long[1:], 1),
+                       (short * 12, 1)):
+        calls.clear()
+        text = "".join(f"0 compute {t}\n0 send 0 0 {t[:15]}\n" for t in toks) + _TAIL
+        assert _same([text])[0] == "ok"
+        assert len(calls) == want, (toks, calls)
