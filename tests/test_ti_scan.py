@@ -429,3 +429,25 @@ def test_few_pending_numbers_by_the_cast_alone(monkeypatch):
         text = "".join(f"0 compute {t}\n0 send 0 0 {t[:15]}\n" for t in toks) + _TAIL
         assert _same([text])[0] == "ok"
         assert len(calls) == want, (toks, calls)
+
+
+def test_the_scans_rank_rows_are_given_back_once_built(tmp_path):
+    # the Workload keeps views of the scan's other rows; the rank row's pages are freed
+    # after the build (its values zero then), and the Workload's columns are untouched
+    import random
+    from ccmod.workloads import read_workload, ti_scan
+    rng = random.Random(2)
+    path = tmp_path / "big.ti"
+    path.write_text("".join(f"0 send 1 0 {rng.randint(1, 999)}\n1 recv 0 0 0\n"
+                            for _ in range(60000)))
+    rows = []
+    real = ti_scan._release
+    ti_scan._release = lambda row: rows.append(row) or real(row)
+    try:
+        w = read_workload(path)
+    finally:
+        ti_scan._release = real
+    # released: reads as zeros (but the last page, shared with the next row)
+    assert rows and all(not r[:len(r) - 1024].any() for r in rows)
+    assert w.nrecords == 120000 and (w.peer[0], w.peer[-1]) == (1, 0)
+    assert w.line.tolist() == [2 * i + 1 for i in range(60000)] + [2 * i + 2 for i in range(60000)]

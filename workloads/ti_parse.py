@@ -112,6 +112,8 @@ class TIParser:
     def __init__(self, nranks=None, compute_rate=1e9, compute_scale=1.0, collectives=None,
                  syntax="auto", elem_bytes=None, wait_ids="auto"):
         self.b = WorkloadBuilder(nranks)
+        #: called once the Workload is built (the fast reader frees its scratch pages)
+        self.after_build: list = []
         self.nranks = nranks
         self.inv_rate = float(compute_scale) / float(compute_rate)
         self.compute_rate = float(compute_rate)
@@ -500,6 +502,8 @@ class TIParser:
                 b.add(r, OP_WAITALL, line=ln, file_id=fid)
                 self.implicit_waitall += 1
         w = b.build()
+        for release in self.after_build:
+            release()
         bad = np.flatnonzero(w.peer >= n)
         if bad.size:
             i = int(bad[0])

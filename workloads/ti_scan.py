@@ -120,6 +120,23 @@ def _fresh(shape, dtype, populate=False):
     return np.frombuffer(mmap.mmap(-1, n, flags=flags), dtype).reshape(shape)
 
 
+def _release(row) -> None:
+    """Give back the pages of ``row`` (a row of a :func:`_fresh` mapping whose values are
+    no longer read): they would stay resident as long as the Workload's views of the
+    other rows, 4 bytes per record for the ranks."""
+    import mmap
+    mm = row
+    while isinstance(mm, (np.ndarray, memoryview)):
+        mm = mm.base if isinstance(mm, np.ndarray) else mm.obj
+    if not isinstance(mm, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return                                  # a small np.empty: left as is
+    start = row.ctypes.data - np.frombuffer(mm, np.uint8).ctypes.data
+    page = mmap.PAGESIZE
+    lo, hi = -(-start // page) * page, (start + row.nbytes) // page * page
+    if hi > lo:
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
 def _count_lines(buf) -> int:
     """Lines of ``buf``: its newlines, plus one for a last line without one (numpy, 1 MB
     at a time: ~2.4 ms for 18 MB, no temporary the size of the file)."""
@@ -160,6 +177,9 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
             cols = (_fresh((len(_COLS64), rows), np.int64, True),
                     _fresh((len(_COLS32), rows), np.int32, True),
                     _fresh(rows, np.int8, True), _fresh(rows, np.float64, True))
+            # the Workload keeps views of the other rows; the ranks are spent once built
+            p.after_build.append(lambda rank_row=cols[1][_COLS32.index("rank")]:
+                                 _release(rank_row))
             base = 0
         state[:] = 0
         state[tc.ST_POS], state[tc.ST_LINE] = pos, line0
