@@ -154,11 +154,10 @@ def feed(p, data: bytes, fname: str, fid: int, untagged: bool, all_lines,
     buf = np.frombuffer(data, np.uint8)
     n = len(buf)
     # a record line has >= 8 bytes and a newline (the last may lack it): a block of
-    # block_bytes makes at most block_rows records, and the rest of the file at most its
-    # lines. The columns are filled block after block (each block's records stay views
+    # block_bytes makes at most block_bytes // 8 + 2 records, and the rest of the file at
+    # most its lines. The columns are filled block after block (each block's records stay views
     # of them) and made anew when the next block might not fit; sized by the lines left
     # (exact for a trace of record lines, the usual case), their pages are mapped at once.
-    block_rows = block_bytes // 8 + 2
     nlines = _count_lines(buf)
     rows, base = 0, 0
     side = _fresh((11, min(n // 8 + 2, side_rows(block_bytes))), np.int64)
