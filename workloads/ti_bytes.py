@@ -3,8 +3,8 @@ compiled pass that says what the reader must know before parsing them.
 
 Reading a 20 MB trace with ``f.read()`` fills a new ``bytes`` object: every 4 KiB page of
 it is faulted in on first write, ~3 us each on the development VM (~15 ms of a 1M-record
-read). Here the file is read into an anonymous mapping made with ``MAP_POPULATE`` (its
-pages mapped in one call, about half the cost) that is a snapshot of the file, like
+read). Here the file is read into an anonymous mapping in transparent huge pages (one
+fault per 2 MiB; :func:`filled_mapping`) that is a snapshot of the file, like
 ``read()``'s (a file mapping would fault on a concurrent truncation instead). The
 mapping supports what the fast reader asks of its input: the buffer protocol, slicing to
 ``bytes``, ``find``/``rfind`` and ``len``.
@@ -56,14 +56,38 @@ def census(buf, out):
     out[C_HIGH], out[C_CTRL], out[C_UPPER], out[C_CR], out[C_NUL] = high, ctrl, upper, cr, nul
 
 
+def filled_mapping(nbytes: int, cls=mmap.mmap, touch: bool = True):
+    """An anonymous private mapping of ``nbytes`` for memory that will be written whole
+    (``cls``: :class:`mmap.mmap` or a subclass), its pages made at once.
+
+    Transparent huge pages where the kernel gives them for ``MADV_HUGEPAGE`` (one fault
+    per 2 MiB: 40 MB took 3.8 ms against 18.6 ms with ``MAP_POPULATE``'s 4 KiB pages, and
+    the engine later reads the Workload's columns through fewer TLB entries: light16's
+    first loop 0.127 -> 0.092 s with its columns in huge pages); ``touch``: one byte per
+    4 KiB written now, else the caller's first writes fault them. Elsewhere
+    ``MAP_POPULATE`` (Linux) or plain pages. ``madvise`` with huge pages must come before
+    any page exists, so the two are not combined."""
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    huge = getattr(mmap, "MADV_HUGEPAGE", None)
+    if huge is None:
+        return cls(-1, nbytes, flags=flags | getattr(mmap, "MAP_POPULATE", 0))
+    m = cls(-1, nbytes, flags=flags)
+    try:
+        m.madvise(huge)
+    except OSError:                             # no transparent huge pages here
+        pass
+    if touch:
+        np.frombuffer(m, np.uint8)[::mmap.PAGESIZE] = 0
+    return m
+
+
 def read_mapped(f, size: int) -> MappedText | None:
     """The rest of open binary file ``f`` (``size`` bytes by its ``fstat``) in a
     :class:`MappedText` with its census, or None when the file did not hold exactly
     ``size`` bytes (it changed while read: the caller reads it the plain way)."""
     if not hasattr(mmap, "MAP_ANONYMOUS"):      # not a POSIX mmap (Windows)
         return None
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
-    m = MappedText(-1, size, flags=flags)
+    m = filled_mapping(size, MappedText, touch=False)     # readinto writes it all
     view = memoryview(m)
     got = 0
     try:

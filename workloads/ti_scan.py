@@ -107,17 +107,20 @@ def _fresh(shape, dtype, populate=False):
     The side lists are touched in part: numpy asks for transparent huge pages on arrays
     of 4 MB or more, under which the first write to each 2 MB makes all of it resident
     (~18 bytes per record of the read's peak at 1M records). A plain mapping takes its
-    pages one at a time, as they are written. ``populate``: all its pages at once
-    (``MAP_POPULATE``), for columns sized to be filled: measured here, 40 MB mapped so
-    took 14-15 ms against 27-28 ms page by page (first-touch faults, ~3 us each)."""
+    pages one at a time, as they are written. ``populate``: for columns sized to be
+    filled (they become the Workload's), all its pages at once, in transparent huge pages
+    where there are (:func:`ti_bytes.filled_mapping`: 40 MB in 3.8 ms against 14-19 ms
+    with ``MAP_POPULATE``, 27-28 ms page by page; first-touch faults ~3 us each here)."""
     import mmap
     n = int(np.prod(shape)) * np.dtype(dtype).itemsize
     if n < 1 << 20:
         return np.empty(shape, dtype)
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
     if populate:
-        flags |= getattr(mmap, "MAP_POPULATE", 0)
-    return np.frombuffer(mmap.mmap(-1, n, flags=flags), dtype).reshape(shape)
+        from ccmod.workloads.ti_bytes import filled_mapping
+        m = filled_mapping(n)
+    else:
+        m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return np.frombuffer(m, dtype).reshape(shape)
 
 
 def _release(row) -> None:
