@@ -431,6 +431,7 @@ def test_few_pending_numbers_by_the_cast_alone(monkeypatch):
         assert len(calls) == want, (toks, calls)
 
 
+@needs_jit
 def test_the_scans_rank_rows_are_given_back_once_built(tmp_path):
     # the Workload keeps views of the scan's other rows; the rank row's pages are freed
     # after the build (its values zero then), and the Workload's columns are untouched
