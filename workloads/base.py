@@ -285,8 +285,8 @@ def _join(parts: list[np.ndarray]) -> np.ndarray:
                     b, shape=(len(b) + len(a),), strides=(b.itemsize,))
                 continue
         runs.append([a, a.base])
-    if not runs:
-        return parts[0] if parts else np.zeros(0)
+    if not runs:                           # every part empty (there is at least one)
+        return parts[0]
     return runs[0][0] if len(runs) == 1 else np.concatenate([r[0] for r in runs])
 
 

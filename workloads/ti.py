@@ -17,6 +17,7 @@ Layouts (see docs/trace-formats.md):
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import zlib
 from pathlib import Path
@@ -79,7 +80,6 @@ def _read_mapped(f):
     (read into pages mapped at once, checked by one compiled pass), or None: then ``f``
     is at its start, to be read plainly (small, not ASCII, ``\r`` or NUL bytes, numba's
     JIT off, or a file that changed while read)."""
-    import os
     from ccmod.jit import jit_enabled
     size = os.fstat(f.fileno()).st_size
     if size < ti_fast.FAST_MIN_BYTES or not jit_enabled():

@@ -53,10 +53,15 @@ _INIT = _code("init")
 def untagged(data: bytes) -> bool:
     """:func:`~workloads.ti_parse.looks_untagged` of ``data``, quicker when ``data`` has no
     capital letter but E (every old-syntax marker has one)."""
-    from ccmod.workloads.ti_parse import OLD_MARKERS
     if not data.translate(None, _NOT_UPPER).replace(b"E", b""):
         return False
-    return any(m.encode() in data for m in OLD_MARKERS)
+    return _has_marker(data)
+
+
+def _has_marker(data) -> bool:
+    """Whether an old-syntax marker occurs in ``data`` (bytes or a ``MappedText``)."""
+    from ccmod.workloads.ti_parse import OLD_MARKERS
+    return any(data.find(m.encode()) >= 0 for m in OLD_MARKERS)
 
 
 def usable(text: str | bytes) -> bool:
@@ -77,21 +82,14 @@ def fast_input(text: str | bytes) -> tuple[bytes, bool] | None:
     One ``translate`` pass finds both the bytes the fast path does not handle and the
     capital letters that may start an old-syntax marker (a trace without either, the
     usual case, is not scanned again)."""
-    if isinstance(text, str):
-        if not text.isascii():
-            return None
-        data = text.encode("ascii")
-    elif not isinstance(text, bytes):          # ti_bytes.MappedText: ASCII, no \r or NUL
+    if not isinstance(text, (str, bytes)):     # ti_bytes.MappedText: ASCII, no \r or NUL
         from ccmod.workloads.ti_bytes import C_CTRL, C_UPPER
-        from ccmod.workloads.ti_parse import OLD_MARKERS
         if text.counts[C_CTRL]:
             return None
-        return text, bool(text.counts[C_UPPER]) and any(
-            text.find(m.encode()) >= 0 for m in OLD_MARKERS)
-    else:
-        if not text.isascii():
-            return None
-        data = text
+        return text, bool(text.counts[C_UPPER]) and _has_marker(text)
+    if not text.isascii():
+        return None
+    data = text.encode("ascii") if isinstance(text, str) else text
     if b"\r" in data:
         if data.count(b"\r") != data.count(b"\r\n"):
             return None            # a lone \r is a line break for splitlines()
@@ -99,8 +97,7 @@ def fast_input(text: str | bytes) -> tuple[bytes, bool] | None:
     rest = data.translate(None, _ALLOWED_NOT_UPPER)
     if rest and rest.translate(None, _UPPER):
         return None                # control bytes: str.split()/splitlines() rules differ
-    from ccmod.workloads.ti_parse import OLD_MARKERS
-    return data, bool(rest) and any(m.encode() in data for m in OLD_MARKERS)
+    return data, bool(rest) and _has_marker(data)
 
 
 def blocks(data: bytes, size: int = BLOCK_BYTES):
